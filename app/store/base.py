@@ -1,0 +1,175 @@
+"""The vector-store contract shared by the sync (writer) and retrieval (reader).
+
+Two backends implement it: `QdrantClientStore` (a Qdrant server, or qdrant-client's
+in-memory local mode for tests) and `EdgeStore` (the embedded qdrant-edge engine on
+disk). Both must give the same answers for the same calls; tests/test_store.py checks that.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+VectorLike = Sequence[float] | npt.NDArray[np.floating[Any]]
+
+# Payload fields with an index: product_id for grouping and per-product deletes, the
+# other two for the retrieval filters (applied inside the vector search).
+INDEXED_FIELDS: dict[str, str] = {"product_id": "integer", "category": "keyword", "price": "float"}
+GROUP_FIELD = "product_id"
+
+
+class StoreError(Exception):
+    """Any failure of the vector store; raw client/engine errors are chained as __cause__."""
+
+    def __init__(self, message: str, *, backend: str, collection: str | None = None) -> None:
+        self.backend = backend
+        self.collection = collection
+        where = f"backend={backend}" + (f", collection={collection}" if collection else "")
+        super().__init__(f"{message} ({where})")
+
+
+class StoreDimensionError(StoreError):
+    """The existing collection was built for vectors of another size (a different model)."""
+
+
+class StoreLockedError(StoreError):
+    """The on-disk store is open in another process (the embedded engine is single-writer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkPoint:
+    """One chunk as the sync writes it. `id` is a UUID string keyed by content."""
+
+    id: str
+    vector: VectorLike
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """One chunk as reads give it back (payload only, no vector)."""
+
+    id: str
+    product_id: int
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunkHit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ProductHit:
+    """One distinct product from a grouped search; `chunks` are best first."""
+
+    product_id: int
+    score: float
+    chunks: list[StoredChunkHit] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """Retrieval filters; bounds are inclusive. All None means no filter."""
+
+    category: str | None = None
+    min_price: float | None = None
+    max_price: float | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.category is None and self.min_price is None and self.max_price is None
+
+
+class VectorStore(Protocol):
+    """What the sync and retrieval need from a vector store. Scores are cosine similarity."""
+
+    def ensure_collection(self, dim: int) -> None:
+        """Create the collection (and payload indexes) if missing.
+
+        Raises:
+            StoreDimensionError: the existing collection holds vectors of another size.
+        """
+        ...
+
+    def upsert(self, points: Sequence[ChunkPoint]) -> None:
+        """Insert or replace points; acknowledged and on disk (if persistent) on return."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete points by id; unknown ids are ignored."""
+        ...
+
+    def delete_products(self, product_ids: Sequence[int]) -> None:
+        """Delete every chunk of the given products."""
+        ...
+
+    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        """Merge `payload` into existing points (no re-embedding). Unknown ids raise StoreError."""
+        ...
+
+    def chunks_for_products(self, product_ids: Sequence[int]) -> list[StoredChunk]:
+        """All chunks of the given products, ordered by id."""
+        ...
+
+    def iter_chunks(self, batch: int = 2048) -> Iterator[StoredChunk]:
+        """Every chunk in the store, ordered by id, fetched `batch` at a time."""
+        ...
+
+    def count(self) -> int: ...
+
+    def search_products(
+        self,
+        vector: VectorLike,
+        *,
+        limit: int,
+        chunks_per_product: int,
+        score_threshold: float | None = None,
+        flt: SearchFilter | None = None,
+    ) -> list[ProductHit]:
+        """Up to `limit` distinct products, best first, each with its best chunks.
+
+        Filters and the threshold are applied inside the vector search, so a filter never
+        shrinks the result below `limit` when enough matching products exist.
+        """
+        ...
+
+    def load_state(self) -> dict[str, Any] | None:
+        """The sync checkpoint saved with these vectors, or None if there is none."""
+        ...
+
+    def save_state(self, state: dict[str, Any]) -> None:
+        """Persist the sync checkpoint; durable on return, never ahead of the vectors."""
+        ...
+
+    def optimize(self) -> bool:
+        """Build search indexes now if the backend needs it done by hand; True if work was done."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def normalize_id(point_id: str, *, backend: str) -> str:
+    """Canonical UUID text, so both backends store and return the same id strings."""
+    try:
+        return str(uuid.UUID(str(point_id)))
+    except ValueError as e:
+        raise StoreError(f"point id {point_id!r} is not a UUID", backend=backend) from e
+
+
+def as_float_list(vector: VectorLike) -> list[float]:
+    # float32 first: both engines store float32, so the two backends score the same numbers.
+    values: list[float] = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
+    return values
+
+
+def stored_chunk(point_id: object, payload: dict[str, Any] | None) -> StoredChunk:
+    body = dict(payload or {})
+    return StoredChunk(id=str(point_id), product_id=int(body.get(GROUP_FIELD, -1)), payload=body)

@@ -1,0 +1,260 @@
+"""VectorStore on qdrant-client: a Qdrant server (`url=`) or the in-process local mode.
+
+The sync checkpoint lives in a one-point companion collection `<name>__state`, so it
+shares the vectors' lifetime: gone with an in-memory client, kept by a server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ParamSpec, TypeVar
+
+from qdrant_client import QdrantClient, models
+
+from app.store.base import (
+    GROUP_FIELD,
+    INDEXED_FIELDS,
+    ChunkPoint,
+    ProductHit,
+    SearchFilter,
+    StoredChunk,
+    StoredChunkHit,
+    StoreDimensionError,
+    StoreError,
+    VectorLike,
+    as_float_list,
+    normalize_id,
+    stored_chunk,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+_SCHEMAS = {
+    "integer": models.PayloadSchemaType.INTEGER,
+    "keyword": models.PayloadSchemaType.KEYWORD,
+    "float": models.PayloadSchemaType.FLOAT,
+}
+_STATE_POINT_ID = 1
+# Keeps a remote upsert request well under the server's 32 MB body limit at 384-d.
+_UPSERT_BATCH = 512
+
+
+def build_filter(flt: SearchFilter | None) -> models.Filter | None:
+    if flt is None or flt.is_empty:
+        return None
+    must: list[models.Condition] = []
+    if flt.category is not None:
+        must.append(
+            models.FieldCondition(key="category", match=models.MatchValue(value=flt.category))
+        )
+    if flt.min_price is not None or flt.max_price is not None:
+        must.append(
+            models.FieldCondition(
+                key="price", range=models.Range(gte=flt.min_price, lte=flt.max_price)
+            )
+        )
+    return models.Filter(must=must)
+
+
+def _product_filter(product_ids: Sequence[int]) -> models.Filter:
+    return models.Filter(
+        must=[
+            models.FieldCondition(
+                key=GROUP_FIELD, match=models.MatchAny(any=[int(p) for p in product_ids])
+            )
+        ]
+    )
+
+
+class QdrantClientStore:
+    """Args:
+    client: an open QdrantClient (remote or local).
+    collection: collection name; the checkpoint goes to `<collection>__state`.
+    local: True for qdrant-client's local mode, which has no payload indexes.
+    """
+
+    def __init__(self, client: QdrantClient, collection: str, *, local: bool) -> None:
+        self._client = client
+        self._collection = collection
+        self._state_collection = f"{collection}__state"
+        self._local = local
+        self._backend = "qdrant-local" if local else "qdrant-remote"
+
+    def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except StoreError:
+            raise
+        except Exception as e:  # qdrant-client raises ValueError/KeyError/HTTP errors alike
+            raise StoreError(
+                f"{what} failed: {e}", backend=self._backend, collection=self._collection
+            ) from e
+
+    # --- schema -------------------------------------------------------------------
+    def ensure_collection(self, dim: int) -> None:
+        name, client = self._collection, self._client
+        if self._call("collection_exists", client.collection_exists, name):
+            info = self._call("get_collection", client.get_collection, name)
+            vectors = info.config.params.vectors
+            size = vectors.size if isinstance(vectors, models.VectorParams) else None
+            if size != dim:
+                raise StoreDimensionError(
+                    f"collection holds {size}-d vectors, asked for {dim}-d",
+                    backend=self._backend,
+                    collection=name,
+                )
+        else:
+            logger.info("creating collection %s (%d-d, cosine)", name, dim)
+            params = models.VectorParams(size=dim, distance=models.Distance.COSINE)
+            self._call("create_collection", client.create_collection, name, vectors_config=params)
+        if self._local:
+            return  # local mode ignores payload indexes (and warns on each one)
+        for field_name, schema in INDEXED_FIELDS.items():
+            # Idempotent on the server; also repairs a collection made without indexes.
+            self._call(
+                "create_payload_index",
+                client.create_payload_index,
+                name,
+                field_name,
+                field_schema=_SCHEMAS[schema],
+                wait=True,
+            )
+
+    # --- writes ---------------------------------------------------------------------
+    def upsert(self, points: Sequence[ChunkPoint]) -> None:
+        for start in range(0, len(points), _UPSERT_BATCH):
+            batch = [
+                models.PointStruct(
+                    id=normalize_id(p.id, backend=self._backend),
+                    vector=as_float_list(p.vector),
+                    payload=p.payload,
+                )
+                for p in points[start : start + _UPSERT_BATCH]
+            ]
+            self._call("upsert", self._client.upsert, self._collection, batch, wait=True)
+
+    def _ids(self, ids: Sequence[str]) -> list[models.ExtendedPointId]:
+        return [normalize_id(i, backend=self._backend) for i in ids]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        selector = models.PointIdsList(points=self._ids(ids))
+        self._call(
+            "delete", self._client.delete, self._collection, points_selector=selector, wait=True
+        )
+
+    def delete_products(self, product_ids: Sequence[int]) -> None:
+        if not product_ids:
+            return
+        selector = models.FilterSelector(filter=_product_filter(product_ids))
+        self._call(
+            "delete_products",
+            self._client.delete,
+            self._collection,
+            points_selector=selector,
+            wait=True,
+        )
+
+    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        if not ids:
+            return
+        self._call(
+            "set_payload",
+            self._client.set_payload,
+            self._collection,
+            payload,
+            points=self._ids(ids),
+            wait=True,
+        )
+
+    # --- reads ---------------------------------------------------------------------
+    def _scroll(self, flt: models.Filter | None, batch: int) -> Iterator[StoredChunk]:
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, offset = self._call(
+                "scroll",
+                self._client.scroll,
+                self._collection,
+                scroll_filter=flt,
+                limit=batch,
+                offset=offset,
+                with_payload=True,
+                with_vectors=False,
+            )
+            for record in records:
+                yield stored_chunk(record.id, record.payload)
+            if offset is None:
+                return
+
+    def chunks_for_products(self, product_ids: Sequence[int]) -> list[StoredChunk]:
+        if not product_ids:
+            return []
+        return list(self._scroll(_product_filter(product_ids), 2048))
+
+    def iter_chunks(self, batch: int = 2048) -> Iterator[StoredChunk]:
+        return self._scroll(None, batch)
+
+    def count(self) -> int:
+        return int(self._call("count", self._client.count, self._collection, exact=True).count)
+
+    def search_products(
+        self,
+        vector: VectorLike,
+        *,
+        limit: int,
+        chunks_per_product: int,
+        score_threshold: float | None = None,
+        flt: SearchFilter | None = None,
+    ) -> list[ProductHit]:
+        result = self._call(
+            "query_points_groups",
+            self._client.query_points_groups,
+            self._collection,
+            group_by=GROUP_FIELD,
+            query=as_float_list(vector),
+            query_filter=build_filter(flt),
+            limit=limit,
+            group_size=chunks_per_product,
+            score_threshold=score_threshold,
+            with_payload=True,
+        )
+        hits: list[ProductHit] = []
+        for group in result.groups:
+            chunks = [
+                StoredChunkHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
+                for p in group.hits
+            ]
+            if chunks:
+                hits.append(
+                    ProductHit(product_id=int(group.id), score=chunks[0].score, chunks=chunks)
+                )
+        return hits
+
+    # --- checkpoint -------------------------------------------------------------------
+    def load_state(self) -> dict[str, Any] | None:
+        name = self._state_collection
+        if not self._call("collection_exists", self._client.collection_exists, name):
+            return None
+        records = self._call("load_state", self._client.retrieve, name, [_STATE_POINT_ID])
+        state = records[0].payload.get("state") if records and records[0].payload else None
+        return dict(state) if isinstance(state, dict) else None
+
+    def save_state(self, state: dict[str, Any]) -> None:
+        name = self._state_collection
+        if not self._call("collection_exists", self._client.collection_exists, name):
+            # No vectors: the checkpoint is pure payload.
+            self._call("create state collection", self._client.create_collection, name, {})
+        point = models.PointStruct(id=_STATE_POINT_ID, vector={}, payload={"state": state})
+        self._call("save_state", self._client.upsert, name, [point], wait=True)
+
+    def optimize(self) -> bool:
+        # A server indexes in the background; local mode is brute force with nothing to build.
+        return False
+
+    def close(self) -> None:
+        self._call("close", self._client.close)
