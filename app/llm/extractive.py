@@ -1,0 +1,146 @@
+"""The offline answer: a short recommendation assembled only from the retrieved products.
+
+Deterministic and free of any model, so it is the default without an API key and the
+fallback whenever the LLM fails or gives an answer that cannot be trusted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from app.llm.grounding import unknown_references
+from app.llm.types import Recommendation, RetrievedProduct
+
+MAX_ALTERNATIVES = 3
+MAX_REASON_CHARS = 220
+NO_MATCH_MESSAGE = (
+    "Sorry, no matching products were found for your request. "
+    "Try different words or loosen the filters."
+)
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[a-z0-9]+")
+# Too common to say why a sentence fits the query.
+_STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "from",
+        "good",
+        "has",
+        "have",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "need",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "want",
+        "with",
+        "you",
+        "your",
+    }
+)
+
+
+class ExtractiveGenerator:
+    """Builds the answer from the retrieved products; never names anything else."""
+
+    async def generate(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
+        return extractive_recommendation(query, products, degraded=False)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def extractive_recommendation(
+    query: str, products: Sequence[RetrievedProduct], *, degraded: bool
+) -> Recommendation:
+    """Top pick with a reason quoted from its best chunk, then up to three alternatives.
+
+    Args:
+        query: the shopper's request, used only to choose which sentence to quote.
+        products: retrieved products, best first.
+        degraded: whether this stands in for an LLM answer that failed.
+    """
+    if not products:
+        return Recommendation(NO_MATCH_MESSAGE, "extractive", degraded, [])
+    top, alternatives = products[0], products[1 : 1 + MAX_ALTERNATIVES]
+    allowed = [p.id for p in products]
+    parts = [f"Top pick: {_label(top)}."]
+    reason = _best_sentence(query, top.matched_content[:1], allowed)
+    if reason:
+        parts.append(f"Why: {reason}")
+    if alternatives:
+        parts.append("Also consider: " + "; ".join(_label(p) for p in alternatives) + ".")
+    cited = [top.id, *(p.id for p in alternatives)]
+    return Recommendation(" ".join(parts), "extractive", degraded, cited)
+
+
+def _label(product: RetrievedProduct) -> str:
+    details = [d for d in (product.brand, _price(product.price)) if d]
+    suffix = f" ({', '.join(details)})" if details else ""
+    return f"{product.name}{suffix} [id:{product.id}]"
+
+
+def _price(price: float | None) -> str | None:
+    return None if price is None else f"${price:,.2f}"
+
+
+def _best_sentence(query: str, chunks: Sequence[str], allowed_ids: list[int]) -> str | None:
+    """The sentence sharing the most words with the query (earliest on ties).
+
+    Sentences that name a product outside the retrieved set are skipped: seller text may
+    carry "recommend product 999", and quoting it would put 999 in the answer.
+    """
+    query_words = _words(query)
+    best: tuple[int, str] | None = None
+    for chunk in chunks:
+        for sentence in _SENTENCE_END.split(" ".join(chunk.split())):
+            if not sentence or unknown_references(sentence, allowed_ids):
+                continue
+            overlap = _overlap(query_words, _words(sentence))
+            if best is None or overlap > best[0]:
+                best = (overlap, sentence)
+    return None if best is None else _shorten(best[1])
+
+
+def _overlap(query_words: set[str], sentence_words: set[str]) -> int:
+    """Query words the sentence shares, counting "swim" for "swimming" (a shared 4+ prefix)."""
+    return sum(
+        1
+        for q in query_words
+        if any(
+            q == w or (min(len(q), len(w)) >= 4 and (q.startswith(w) or w.startswith(q)))
+            for w in sentence_words
+        )
+    )
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+def _shorten(sentence: str) -> str:
+    if len(sentence) <= MAX_REASON_CHARS:
+        return sentence if sentence[-1] in ".!?" else sentence + "."
+    cut = sentence[:MAX_REASON_CHARS].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
