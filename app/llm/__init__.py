@@ -1,0 +1,20 @@
+"""Generation: turn the shopper's query and the retrieved products into a short answer.
+
+`build_generator(settings)` gives an LLM-backed generator when OPENAI_API_KEY is set and
+the offline extractive one otherwise; both answer with a `Recommendation`.
+"""
+
+from app.llm.extractive import ExtractiveGenerator
+from app.llm.generator import Generator, build_generator
+from app.llm.openai_generator import OpenAIGenerator
+from app.llm.types import GeneratorName, Recommendation, RetrievedProduct
+
+__all__ = [
+    "ExtractiveGenerator",
+    "Generator",
+    "GeneratorName",
+    "OpenAIGenerator",
+    "Recommendation",
+    "RetrievedProduct",
+    "build_generator",
+]

@@ -1,0 +1,32 @@
+"""The generator interface and the one place that picks an implementation from settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from app.core.config import Settings
+from app.llm.extractive import ExtractiveGenerator
+from app.llm.openai_generator import OpenAIGenerator
+from app.llm.types import Recommendation, RetrievedProduct
+
+
+class Generator(Protocol):
+    async def generate(
+        self, query: str, products: Sequence[RetrievedProduct]
+    ) -> Recommendation: ...
+
+    async def aclose(self) -> None: ...
+
+
+def build_generator(settings: Settings) -> Generator:
+    """The LLM when a key is configured (it falls back by itself), else the extractive one."""
+    if settings.openai_api_key is None or not settings.openai_api_key.get_secret_value():
+        return ExtractiveGenerator()
+    return OpenAIGenerator(
+        api_key=settings.openai_api_key.get_secret_value(),
+        model=settings.openai_model,
+        base_url=settings.openai_base_url or None,
+        timeout_seconds=settings.llm_timeout_seconds,
+        max_retries=settings.llm_max_retries,
+    )
