@@ -1,0 +1,208 @@
+"""A local OpenAI-compatible server for tests: real HTTP on 127.0.0.1, programmable answers.
+
+Only `POST /v1/chat/completions` is served. Each request takes the next queued behaviour
+(the last one repeats), and every request body is recorded so tests can read the prompt.
+
+    def test_x(openai_stub):
+        openai_stub.respond(Fail(429), Answer("Try [id:1]."))   # 429, then an answer
+        ... OpenAI(base_url=openai_stub.base_url, api_key="test") ...
+        assert len(openai_stub.requests) == 2
+
+Make the fixtures available everywhere with this line in conftest.py:
+
+    from tests.openai_stub import openai_stub_fixture, openai_stub_server_fixture  # noqa: F401
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A normal completion with this text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Echo:
+    """A completion recommending the first product in the prompt's <products> block."""
+
+
+@dataclass(frozen=True)
+class Fail:
+    """An error status with an OpenAI-style error body (and Retry-After if given)."""
+
+    status: int
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Slow:
+    """Sleep, then behave like `then` (a client with a shorter timeout gives up first)."""
+
+    seconds: float
+    then: Answer | Echo | Fail = field(default_factory=Echo)
+
+
+Behaviour = Answer | Echo | Fail | Slow
+
+_PRODUCTS_BLOCK = re.compile(r"<products>(.*?)</products>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: dict[str, Any]
+
+    def message(self, role: str) -> str:
+        """Content of the first message with this role ("" when absent)."""
+        for m in self.body.get("messages", []):
+            if m.get("role") == role:
+                return str(m.get("content", ""))
+        return ""
+
+
+class OpenAIStub:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._behaviours: list[Behaviour] = [Echo()]
+        self.requests: list[RecordedRequest] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._server.daemon_threads = True  # a Slow handler must not hold up shutdown
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> OpenAIStub:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def respond(self, *behaviours: Behaviour) -> None:
+        """Queue behaviours for the next requests; the last one repeats. Clears the record."""
+        with self._lock:
+            self._behaviours = list(behaviours) or [Echo()]
+            self.requests = []
+
+    def _next(self, request: RecordedRequest) -> Behaviour:
+        with self._lock:
+            self.requests.append(request)
+            if len(self._behaviours) > 1:
+                return self._behaviours.pop(0)
+            return self._behaviours[0]
+
+
+def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes; with Nagle on, each answer waits ~40 ms
+        # for a delayed ACK.
+        disable_nagle_algorithm = True
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", 0))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._send(404, _error("not found", "invalid_request_error"))
+                return
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            request = RecordedRequest(self.path, headers, body)
+            self._behave(stub._next(request), request)
+
+        def _behave(self, behaviour: Behaviour, request: RecordedRequest) -> None:
+            if isinstance(behaviour, Slow):
+                time.sleep(behaviour.seconds)
+                behaviour = behaviour.then
+            if isinstance(behaviour, Fail):
+                headers = {}
+                if behaviour.retry_after is not None:
+                    headers["retry-after"] = str(behaviour.retry_after)
+                kind = "rate_limit_exceeded" if behaviour.status == 429 else "server_error"
+                self._send(behaviour.status, _error(f"stub {behaviour.status}", kind), headers)
+                return
+            text = behaviour.text if isinstance(behaviour, Answer) else _echo(request)
+            self._send(200, _completion(str(request.body.get("model", "stub")), text))
+
+        def _send(
+            self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client timed out and left; that is the point of Slow
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep pytest output clean
+
+    return Handler
+
+
+def _echo(request: RecordedRequest) -> str:
+    match = _PRODUCTS_BLOCK.search(request.message("user"))
+    products = json.loads(match.group(1)) if match else []
+    if not products:
+        return "Nothing here fits your request."
+    first = products[0]
+    return f"I recommend {first['name']} [id:{first['id']}]."
+
+
+def _completion(model: str, text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+def _error(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+
+# Registered under the short names; the function names differ so that importing them
+# (into conftest.py or a test module) does not trip ruff's redefinition check (F811).
+@pytest.fixture(scope="session", name="openai_stub_server")
+def openai_stub_server_fixture() -> Iterator[OpenAIStub]:
+    stub = OpenAIStub().start()
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture(name="openai_stub")
+def openai_stub_fixture(openai_stub_server: OpenAIStub) -> OpenAIStub:
+    """The shared stub, reset to echo answers with an empty request record."""
+    openai_stub_server.respond(Echo())
+    return openai_stub_server
