@@ -1,0 +1,363 @@
+"""Vector store: congruence of the two backends, checkpoint, persistence, errors.
+
+The same calls run against qdrant-client's in-memory local mode and the embedded
+qdrant-edge engine on disk; every answer must match exactly (scores to float32
+precision). Data: 40 products with 1-4 chunks each, plus product 99 with 40 chunks
+clustered around one direction (it crowds a plain top-k, forcing the edge backend to
+widen its fetch), 16-d vectors from a fixed seed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.core.config import Settings
+from app.store import (
+    ChunkPoint,
+    ProductHit,
+    SearchFilter,
+    StoreDimensionError,
+    StoreError,
+    StoreLockedError,
+    VectorStore,
+    open_store,
+)
+from app.store.edge_store import EdgeStore
+
+DIM = 16
+CATEGORIES = ["audio", "shoes", "kitchen", None]
+DOMINANT = 99
+
+
+def _chunk_id(product_id: int, index: int, text: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{product_id}/{index}/{text}"))
+
+
+def _point(
+    pid: int, index: int, vector: Any, *, category: str | None, price: float | None
+) -> ChunkPoint:
+    text = f"product {pid} chunk {index}"
+    payload: dict[str, Any] = {
+        "product_id": pid,
+        "chunk_hash": f"h{pid}-{index}",
+        "chunk_index": index,
+        "text": text,
+        "name": f"Product {pid}",
+        "category": category,
+        "brand": "acme" if pid % 2 else None,
+        "price": price,
+        "ts": 1_700_000_000_000 + pid,
+    }
+    return ChunkPoint(id=_chunk_id(pid, index, text), vector=vector, payload=payload)
+
+
+def make_points(seed: int = 7) -> list[ChunkPoint]:
+    rng = np.random.default_rng(seed)
+    points = []
+    for pid in range(40):
+        category = CATEGORIES[pid % len(CATEGORIES)]
+        price = None if pid % 9 == 0 else round(float(rng.uniform(5, 200)), 2)
+        for index in range(1 + pid % 4):
+            vector = rng.normal(size=DIM).astype(np.float32)
+            points.append(_point(pid, index, vector, category=category, price=price))
+    center = np.ones(DIM, dtype=np.float32)
+    for index in range(40):
+        vector = center + rng.normal(scale=0.05, size=DIM).astype(np.float32)
+        points.append(_point(DOMINANT, index, vector, category="audio", price=50.0))
+    return points
+
+
+@pytest.fixture
+def client_store() -> Iterator[VectorStore]:
+    from app.store.qdrant_client_store import QdrantClientStore  # slow import (~2.5 s)
+
+    store = open_store(Settings(qdrant_url=None, qdrant_path=":memory:", qdrant_collection="t"))
+    assert isinstance(store, QdrantClientStore)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def edge_store(tmp_path: Path) -> Iterator[VectorStore]:
+    store = open_store(Settings(qdrant_url=None, qdrant_path=str(tmp_path / "edge")))
+    assert isinstance(store, EdgeStore)
+    yield store
+    store.close()
+
+
+def _snapshot(store: VectorStore) -> list[tuple[str, int, dict[str, Any]]]:
+    return sorted((c.id, c.product_id, c.payload) for c in store.iter_chunks(batch=7))
+
+
+def _search_key(hits: list[ProductHit]) -> list[tuple[int, list[str]]]:
+    return [(h.product_id, [c.id for c in h.chunks]) for h in hits]
+
+
+def _assert_search_invariants(
+    hits: list[ProductHit],
+    *,
+    limit: int,
+    chunks_per_product: int,
+    threshold: float | None,
+    flt: SearchFilter | None,
+) -> None:
+    assert len(hits) <= limit
+    assert len({h.product_id for h in hits}) == len(hits), "products must be distinct"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    for hit in hits:
+        assert 1 <= len(hit.chunks) <= chunks_per_product
+        assert hit.score == hit.chunks[0].score
+        assert [c.score for c in hit.chunks] == sorted((c.score for c in hit.chunks), reverse=True)
+        for chunk in hit.chunks:
+            assert chunk.payload["product_id"] == hit.product_id
+            if threshold is not None:
+                assert chunk.score >= threshold
+            if flt is not None and flt.category is not None:
+                assert chunk.payload["category"] == flt.category
+            if flt is not None and flt.min_price is not None:
+                assert (
+                    chunk.payload["price"] is not None and chunk.payload["price"] >= flt.min_price
+                )
+            if flt is not None and flt.max_price is not None:
+                assert (
+                    chunk.payload["price"] is not None and chunk.payload["price"] <= flt.max_price
+                )
+
+
+FILTERS = [
+    None,
+    SearchFilter(category="audio"),
+    SearchFilter(min_price=20.0, max_price=120.0),
+    SearchFilter(category="shoes", max_price=150.0),
+    SearchFilter(category="no-such-category"),
+]
+SHAPES = [(5, 3, None), (3, 1, None), (10, 2, 0.2), (4, 3, 0.35)]
+
+
+def _compare_searches(a: VectorStore, b: VectorStore, seed: int) -> int:
+    rng = np.random.default_rng(seed)
+    queries = [rng.normal(size=DIM).astype(np.float32) for _ in range(4)]
+    queries.append(np.ones(DIM, dtype=np.float32))  # aims at the dominant product's cluster
+    compared = 0
+    for query in queries:
+        for flt in FILTERS:
+            for limit, per_product, threshold in SHAPES:
+                kwargs: dict[str, Any] = {
+                    "limit": limit,
+                    "chunks_per_product": per_product,
+                    "score_threshold": threshold,
+                    "flt": flt,
+                }
+                got_a = a.search_products(query, **kwargs)
+                got_b = b.search_products(query, **kwargs)
+                assert _search_key(got_a) == _search_key(got_b), (flt, limit, per_product)
+                scores_a = [c.score for h in got_a for c in h.chunks]
+                scores_b = [c.score for h in got_b for c in h.chunks]
+                assert scores_a == pytest.approx(scores_b, abs=1e-5)
+                _assert_search_invariants(
+                    got_a, limit=limit, chunks_per_product=per_product, threshold=threshold, flt=flt
+                )
+                compared += 1
+    return compared
+
+
+def test_backends_agree_on_every_call(client_store: VectorStore, edge_store: VectorStore) -> None:
+    stores = (client_store, edge_store)
+    points = make_points()
+    for store in stores:
+        store.ensure_collection(DIM)
+        store.ensure_collection(DIM)  # idempotent
+        store.upsert(points)
+
+    assert client_store.count() == edge_store.count() == len(points) == 140
+    assert _snapshot(client_store) == _snapshot(edge_store)
+    assert {c.id for c in client_store.iter_chunks()} == {p.id for p in points}
+
+    chunks = [sorted(c.id for c in s.chunks_for_products([3, 7, 12, 1000])) for s in stores]
+    assert chunks[0] == chunks[1]
+    assert len(chunks[0]) == 4 + 4 + 1  # products 3 and 7 have 4 chunks, 12 has 1
+
+    # The dominant product fills the unfiltered top-k: grouping must still find 3 others.
+    dominant_hits = edge_store.search_products(
+        np.ones(DIM), limit=4, chunks_per_product=1, score_threshold=None, flt=None
+    )
+    assert dominant_hits[0].product_id == DOMINANT and len(dominant_hits) == 4
+    assert _compare_searches(client_store, edge_store, seed=1) == 5 * 5 * 4
+
+    # A price-only update merges into the payload, vectors and other fields untouched.
+    ids_3 = [c.id for c in edge_store.chunks_for_products([3])]
+    for store in stores:
+        store.set_payload(ids_3, {"price": 9.5, "ts": 1})
+    for store in stores:
+        updated = store.chunks_for_products([3])
+        assert {c.payload["price"] for c in updated} == {9.5}
+        assert {c.payload["name"] for c in updated} == {"Product 3"}
+    assert _snapshot(client_store) == _snapshot(edge_store)
+
+    # Deletes: whole products, single chunks, unknown ids are no-ops.
+    for store in stores:
+        store.delete_products([5, 6, DOMINANT])
+        store.delete([ids_3[0], str(uuid.uuid4())])
+        store.delete([])
+        store.delete_products([])
+    expected = len(points) - 2 - 3 - 40 - 1
+    assert client_store.count() == edge_store.count() == expected
+    for store in stores:
+        assert store.chunks_for_products([5, 6, DOMINANT]) == []
+        assert len(store.chunks_for_products([3])) == 3
+    assert _snapshot(client_store) == _snapshot(edge_store)
+
+    # An edited description with fewer chunks: the sync deletes stale ids, upserts new.
+    rng = np.random.default_rng(3)
+    new_7 = _point(7, 0, rng.normal(size=DIM), category="kitchen", price=12.0)
+    for store in stores:
+        store.delete([c.id for c in store.chunks_for_products([7])])
+        store.upsert([new_7])
+        assert [c.id for c in store.chunks_for_products([7])] == [new_7.id]
+    assert _snapshot(client_store) == _snapshot(edge_store)
+    assert _compare_searches(client_store, edge_store, seed=2) == 100
+
+
+def test_state_round_trip_and_lifetime(client_store: VectorStore, edge_store: VectorStore) -> None:
+    state = {"checkpoint": "20250101000000000", "table_base": "/x", "counts": {"chunks": 3}}
+    for store in (client_store, edge_store):
+        store.ensure_collection(DIM)
+        assert store.load_state() is None
+        store.save_state(state)
+        assert store.load_state() == state
+        store.save_state({**state, "checkpoint": "2"})
+        assert store.load_state() == {**state, "checkpoint": "2"}
+
+
+def test_edge_reopen_sees_points_and_state(tmp_path: Path) -> None:
+    path = tmp_path / "shard"
+    store = EdgeStore(path)
+    store.ensure_collection(DIM)
+    points = make_points()
+    store.upsert(points)
+    store.delete_products([DOMINANT])
+    store.save_state({"checkpoint": "c1"})
+    store.close()
+    store.close()  # idempotent
+
+    reopened = EdgeStore(path)
+    try:
+        reopened.ensure_collection(DIM)
+        assert reopened.count() == len(points) - 40
+        assert reopened.load_state() == {"checkpoint": "c1"}
+        assert sorted(c.id for c in reopened.iter_chunks()) == sorted(
+            p.id for p in points if p.payload["product_id"] != DOMINANT
+        )
+        with pytest.raises(StoreDimensionError):
+            reopened.ensure_collection(DIM * 2)
+    finally:
+        reopened.close()
+
+
+def test_edge_acknowledged_writes_survive_a_killed_process(tmp_path: Path) -> None:
+    # The writer never closes the shard: os._exit skips every clean-up path.
+    path = tmp_path / "shard"
+    script = textwrap.dedent(
+        f"""
+        import os, numpy as np
+        from app.store.edge_store import EdgeStore
+        from tests.test_store import make_points
+        store = EdgeStore({str(path)!r})
+        store.ensure_collection({DIM})
+        points = make_points()
+        store.upsert(points)
+        store.set_payload([points[0].id], {{"price": 1.25}})
+        store.save_state({{"checkpoint": "killed"}})
+        os._exit(0)
+        """
+    )
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=root, timeout=120)
+    store = EdgeStore(path)
+    try:
+        assert store.count() == 140
+        assert store.load_state() == {"checkpoint": "killed"}
+        first = make_points()[0]
+        [chunk] = [c for c in store.chunks_for_products([0]) if c.id == first.id]
+        assert chunk.payload["price"] == 1.25
+    finally:
+        store.close()
+
+
+def test_edge_shard_is_single_process(tmp_path: Path) -> None:
+    store = EdgeStore(tmp_path / "shard")
+    store.ensure_collection(DIM)
+    try:
+        with pytest.raises(StoreLockedError, match="open in another process"):
+            EdgeStore(tmp_path / "shard")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["client", "edge"])
+def test_errors_are_store_errors(backend: str, tmp_path: Path) -> None:
+    store: VectorStore
+    if backend == "client":
+        store = open_store(Settings(qdrant_url=None, qdrant_path=":memory:"))
+    else:
+        store = open_store(Settings(qdrant_url=None, qdrant_path=str(tmp_path / "e")))
+    try:
+        with pytest.raises(StoreError):
+            store.count()  # no collection yet
+        store.ensure_collection(DIM)
+        with pytest.raises(StoreDimensionError) as info:
+            store.ensure_collection(DIM + 1)
+        assert info.value.backend in {"qdrant-local", "qdrant-edge"}
+        assert info.value.__cause__ is not None or backend == "client"
+        with pytest.raises(StoreError, match="not a UUID"):
+            store.delete(["not-a-uuid"])
+        with pytest.raises(StoreError):
+            store.set_payload([str(uuid.uuid4())], {"price": 1.0})  # unknown point
+        with pytest.raises(StoreError) as wrong_dim:
+            store.upsert([ChunkPoint(str(uuid.uuid4()), [0.5] * (DIM - 1), {"product_id": 1})])
+        assert wrong_dim.value.__cause__ is not None
+        assert store.count() == 0
+    finally:
+        store.close()
+
+
+def test_edge_serves_searches_while_the_sync_writes(tmp_path: Path) -> None:
+    # The API searches from request threads while the sync upserts from another thread.
+    store = EdgeStore(tmp_path / "shard")
+    store.ensure_collection(DIM)
+    points = make_points()
+    store.upsert(points[:40])
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def search() -> None:
+        rng = np.random.default_rng(0)
+        try:
+            while not done.is_set():
+                store.search_products(rng.normal(size=DIM), limit=5, chunks_per_product=2)
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    readers = [threading.Thread(target=search) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for start in range(40, len(points), 10):
+            store.upsert(points[start : start + 10])
+    finally:
+        done.set()
+        for reader in readers:
+            reader.join(timeout=30)
+    assert errors == []
+    assert store.count() == len(points)
+    store.close()
