@@ -14,7 +14,7 @@ import sys
 import textwrap
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,18 @@ def client_store() -> Iterator[VectorStore]:
 
 
 @pytest.fixture
+def oracle_store() -> Iterator[VectorStore]:
+    """Local mode with qdrant-client's own group-by: the reference for grouped search."""
+    from qdrant_client import QdrantClient
+
+    from app.store.qdrant_client_store import QdrantClientStore
+
+    store = QdrantClientStore(QdrantClient(":memory:"), "oracle", local=True, native_groups=True)
+    yield store
+    store.close()
+
+
+@pytest.fixture
 def edge_store(tmp_path: Path) -> Iterator[VectorStore]:
     store = open_store(Settings(qdrant_url=None, qdrant_path=str(tmp_path / "edge")))
     assert isinstance(store, EdgeStore)
@@ -144,7 +156,7 @@ FILTERS = [
 SHAPES = [(5, 3, None), (3, 1, None), (10, 2, 0.2), (4, 3, 0.35)]
 
 
-def _compare_searches(a: VectorStore, b: VectorStore, seed: int) -> int:
+def _compare_searches(reference: VectorStore, others: Sequence[VectorStore], seed: int) -> int:
     rng = np.random.default_rng(seed)
     queries = [rng.normal(size=DIM).astype(np.float32) for _ in range(4)]
     queries.append(np.ones(DIM, dtype=np.float32))  # aims at the dominant product's cluster
@@ -158,12 +170,13 @@ def _compare_searches(a: VectorStore, b: VectorStore, seed: int) -> int:
                     "score_threshold": threshold,
                     "flt": flt,
                 }
-                got_a = a.search_products(query, **kwargs)
-                got_b = b.search_products(query, **kwargs)
-                assert _search_key(got_a) == _search_key(got_b), (flt, limit, per_product)
+                got_a = reference.search_products(query, **kwargs)
                 scores_a = [c.score for h in got_a for c in h.chunks]
-                scores_b = [c.score for h in got_b for c in h.chunks]
-                assert scores_a == pytest.approx(scores_b, abs=1e-5)
+                for other in others:
+                    got_b = other.search_products(query, **kwargs)
+                    assert _search_key(got_a) == _search_key(got_b), (other, flt, limit)
+                    scores_b = [c.score for h in got_b for c in h.chunks]
+                    assert scores_a == pytest.approx(scores_b, abs=1e-5)
                 _assert_search_invariants(
                     got_a, limit=limit, chunks_per_product=per_product, threshold=threshold, flt=flt
                 )
@@ -171,28 +184,33 @@ def _compare_searches(a: VectorStore, b: VectorStore, seed: int) -> int:
     return compared
 
 
-def test_backends_agree_on_every_call(client_store: VectorStore, edge_store: VectorStore) -> None:
-    stores = (client_store, edge_store)
+def test_backends_agree_on_every_call(
+    oracle_store: VectorStore, client_store: VectorStore, edge_store: VectorStore
+) -> None:
+    # The oracle groups with qdrant-client's query_points_groups; the other two
+    # over-fetch and group in Python (app.store.grouping) against different engines.
+    stores = (oracle_store, client_store, edge_store)
     points = make_points()
     for store in stores:
         store.ensure_collection(DIM)
         store.ensure_collection(DIM)  # idempotent
         store.upsert(points)
 
-    assert client_store.count() == edge_store.count() == len(points) == 140
-    assert _snapshot(client_store) == _snapshot(edge_store)
+    assert oracle_store.count() == client_store.count() == edge_store.count() == len(points) == 140
+    assert _snapshot(oracle_store) == _snapshot(client_store) == _snapshot(edge_store)
     assert {c.id for c in client_store.iter_chunks()} == {p.id for p in points}
 
     chunks = [sorted(c.id for c in s.chunks_for_products([3, 7, 12, 1000])) for s in stores]
-    assert chunks[0] == chunks[1]
+    assert chunks[0] == chunks[1] == chunks[2]
     assert len(chunks[0]) == 4 + 4 + 1  # products 3 and 7 have 4 chunks, 12 has 1
 
     # The dominant product fills the unfiltered top-k: grouping must still find 3 others.
-    dominant_hits = edge_store.search_products(
-        np.ones(DIM), limit=4, chunks_per_product=1, score_threshold=None, flt=None
-    )
-    assert dominant_hits[0].product_id == DOMINANT and len(dominant_hits) == 4
-    assert _compare_searches(client_store, edge_store, seed=1) == 5 * 5 * 4
+    for store in stores:
+        dominant_hits = store.search_products(
+            np.ones(DIM), limit=4, chunks_per_product=1, score_threshold=None, flt=None
+        )
+        assert dominant_hits[0].product_id == DOMINANT and len(dominant_hits) == 4
+    assert _compare_searches(oracle_store, [client_store, edge_store], seed=1) == 5 * 5 * 4
 
     # A price-only update merges into the payload, vectors and other fields untouched.
     ids_3 = [c.id for c in edge_store.chunks_for_products([3])]
@@ -202,7 +220,7 @@ def test_backends_agree_on_every_call(client_store: VectorStore, edge_store: Vec
         updated = store.chunks_for_products([3])
         assert {c.payload["price"] for c in updated} == {9.5}
         assert {c.payload["name"] for c in updated} == {"Product 3"}
-    assert _snapshot(client_store) == _snapshot(edge_store)
+    assert _snapshot(oracle_store) == _snapshot(client_store) == _snapshot(edge_store)
 
     # Deletes: whole products, single chunks, unknown ids are no-ops.
     for store in stores:
@@ -211,11 +229,11 @@ def test_backends_agree_on_every_call(client_store: VectorStore, edge_store: Vec
         store.delete([])
         store.delete_products([])
     expected = len(points) - 2 - 3 - 40 - 1
-    assert client_store.count() == edge_store.count() == expected
+    assert oracle_store.count() == client_store.count() == edge_store.count() == expected
     for store in stores:
         assert store.chunks_for_products([5, 6, DOMINANT]) == []
         assert len(store.chunks_for_products([3])) == 3
-    assert _snapshot(client_store) == _snapshot(edge_store)
+    assert _snapshot(oracle_store) == _snapshot(client_store) == _snapshot(edge_store)
 
     # An edited description with fewer chunks: the sync deletes stale ids, upserts new.
     rng = np.random.default_rng(3)
@@ -224,8 +242,8 @@ def test_backends_agree_on_every_call(client_store: VectorStore, edge_store: Vec
         store.delete([c.id for c in store.chunks_for_products([7])])
         store.upsert([new_7])
         assert [c.id for c in store.chunks_for_products([7])] == [new_7.id]
-    assert _snapshot(client_store) == _snapshot(edge_store)
-    assert _compare_searches(client_store, edge_store, seed=2) == 100
+    assert _snapshot(oracle_store) == _snapshot(client_store) == _snapshot(edge_store)
+    assert _compare_searches(oracle_store, [client_store, edge_store], seed=2) == 100
 
 
 def test_state_round_trip_and_lifetime(client_store: VectorStore, edge_store: VectorStore) -> None:

@@ -38,7 +38,7 @@ from app.store.base import (
     normalize_id,
     stored_chunk,
 )
-from app.store.grouping import group_hits
+from app.store.grouping import grouped_search
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +55,6 @@ _SCHEMAS = {
     "float": qe.PayloadSchemaType.Float,
 }
 _UPSERT_BATCH = 1024
-# Grouping is done here (the engine has no group-by): fetch this many chunks per wanted
-# chunk, and widen by the same factor while too few distinct products come back.
-_OVERFETCH = 4
 
 
 def build_filter(flt: SearchFilter | None, *, product_id: int | None = None) -> qe.Filter | None:
@@ -223,63 +220,27 @@ class EdgeStore:
         flt: SearchFilter | None = None,
     ) -> list[ProductHit]:
         shard = self._require()
-        query = qe.Query.Nearest(as_float_list(vector))
-        engine_filter = build_filter(flt)
-        fetch = max(limit * chunks_per_product * _OVERFETCH, 16)
-        while True:
-            request = qe.QueryRequest(
-                limit=fetch,
-                query=query,
-                filter=engine_filter,
+        nearest = qe.Query.Nearest(as_float_list(vector))
+
+        def request(n: int, product_id: int | None = None) -> qe.QueryRequest:
+            return qe.QueryRequest(
+                limit=n,
+                query=nearest,
+                filter=build_filter(flt, product_id=product_id),
                 score_threshold=score_threshold,
                 with_payload=True,
             )
-            points = self._call("query", shard.query, request)
-            truncated = len(points) == fetch
-            products = group_hits(
-                map(_hit, points), limit=limit, chunks_per_product=chunks_per_product
-            )
-            if len(products) >= limit or not truncated:
-                break
-            fetch *= _OVERFETCH
-        if not truncated:
-            return products  # every matching chunk was seen: the groups are complete
-        return self._fill(shard, products, query, flt, chunks_per_product, score_threshold)
 
-    def _fill(
-        self,
-        shard: qe.EdgeShard,
-        products: list[ProductHit],
-        query: qe.Query,
-        flt: SearchFilter | None,
-        chunks_per_product: int,
-        score_threshold: float | None,
-    ) -> list[ProductHit]:
-        """Complete groups whose further chunks fell past the fetched window.
+        def query(n: int) -> list[StoredChunkHit]:
+            return [_hit(p) for p in self._call("query", shard.query, request(n))]
 
-        What Qdrant's own group-by does too: one small query per short group, restricted
-        to that product (cheap: product_id is indexed), run as one batch.
-        """
-        short = [i for i, p in enumerate(products) if len(p.chunks) < chunks_per_product]
-        if not short:
-            return products
-        requests = [
-            qe.QueryRequest(
-                limit=chunks_per_product,
-                query=query,
-                filter=build_filter(flt, product_id=products[i].product_id),
-                score_threshold=score_threshold,
-                with_payload=True,
-            )
-            for i in short
-        ]
-        results = self._call("query_batch", shard.query_batch, qe.QueryBatchRequest(requests))
-        filled = list(products)
-        for i, points in zip(short, results, strict=True):
-            if points:
-                chunks = [_hit(p) for p in points]
-                filled[i] = ProductHit(products[i].product_id, chunks[0].score, chunks)
-        return filled
+        def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
+            # One batch: the engine plans the small per-product searches together.
+            batch = qe.QueryBatchRequest([request(chunks_per_product, p) for p in product_ids])
+            results = self._call("query_batch", shard.query_batch, batch)
+            return [[_hit(p) for p in points] for points in results]
+
+        return grouped_search(query, fill, limit=limit, chunks_per_product=chunks_per_product)
 
     # --- checkpoint -------------------------------------------------------------------
     def load_state(self) -> dict[str, Any] | None:

@@ -1,20 +1,32 @@
-"""Distinct-product grouping of chunk hits, for engines without a native group-by.
+"""Distinct-product search for engines without a usable group-by.
 
-Mirrors Qdrant's own `query_points_groups`: walk hits best first, open a group per new
-product, keep at most `chunks_per_product` hits per group, stop at `limit` groups.
+qdrant-edge has no group-by, and qdrant-client's local `query_points_groups` scores and
+materializes *every* point per query (seconds at 100k). Both instead run this: fetch the
+best chunks, group them in Python the way Qdrant's own group-by does (walk best first,
+one group per new product, at most `chunks_per_product` hits each, stop at `limit`
+groups), widen the fetch while too few distinct products came back, then complete the
+groups whose further chunks fell past the fetched window.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from app.store.base import GROUP_FIELD, ProductHit, StoredChunkHit
+
+# Chunks fetched per wanted chunk, and the widening factor while products are missing.
+OVERFETCH = 4
+
+# limit -> the best `limit` chunks, best first (filter and threshold already bound).
+QueryFn = Callable[[int], Sequence[StoredChunkHit]]
+# product ids -> for each, its best `chunks_per_product` chunks under the same filter.
+FillFn = Callable[[Sequence[int]], Sequence[Sequence[StoredChunkHit]]]
 
 
 def group_hits(
     hits: Iterable[StoredChunkHit], *, limit: int, chunks_per_product: int
 ) -> list[ProductHit]:
-    """Group score-ordered hits into products; hits without a product_id are skipped."""
+    """Group score-ordered hits into products; hits without an int product_id are skipped."""
     groups: dict[int, list[StoredChunkHit]] = {}
     for hit in hits:
         raw = hit.payload.get(GROUP_FIELD)
@@ -31,3 +43,29 @@ def group_hits(
         ProductHit(product_id=pid, score=chunks[0].score, chunks=chunks)
         for pid, chunks in groups.items()
     ]
+
+
+def grouped_search(
+    query: QueryFn, fill: FillFn, *, limit: int, chunks_per_product: int
+) -> list[ProductHit]:
+    """Exactly what a full scan grouped per product would return, for an exact engine."""
+    fetch = max(limit * chunks_per_product * OVERFETCH, 16)
+    while True:
+        hits = query(fetch)
+        truncated = len(hits) == fetch
+        products = group_hits(hits, limit=limit, chunks_per_product=chunks_per_product)
+        if len(products) >= limit or not truncated:
+            break
+        fetch *= OVERFETCH
+    if not truncated:
+        return products  # every matching chunk was seen: the groups are complete
+    # A product's first hit is its best chunk, so only short groups can be incomplete.
+    short = [i for i, p in enumerate(products) if len(p.chunks) < chunks_per_product]
+    if not short:
+        return products
+    filled = list(products)
+    completed = fill([products[i].product_id for i in short])
+    for i, chunks in zip(short, completed, strict=True):
+        if chunks:
+            filled[i] = ProductHit(products[i].product_id, chunks[0].score, list(chunks))
+    return filled

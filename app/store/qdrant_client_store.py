@@ -27,6 +27,7 @@ from app.store.base import (
     normalize_id,
     stored_chunk,
 )
+from app.store.grouping import grouped_search
 
 logger = logging.getLogger(__name__)
 
@@ -70,19 +71,35 @@ def _product_filter(product_ids: Sequence[int]) -> models.Filter:
     )
 
 
+def _with_product(flt: models.Filter | None, product_id: int) -> models.Filter:
+    only = models.FieldCondition(key=GROUP_FIELD, match=models.MatchValue(value=product_id))
+    return models.Filter(must=[only] if flt is None else [flt, only])
+
+
 class QdrantClientStore:
     """Args:
     client: an open QdrantClient (remote or local).
     collection: collection name; the checkpoint goes to `<collection>__state`.
     local: True for qdrant-client's local mode, which has no payload indexes.
+    native_groups: use `query_points_groups`. Default: only for a server; local mode's
+        version scores and copies every point per query (~0.35 s at 5k points), so it
+        over-fetches and groups in Python instead (app.store.grouping), like the edge.
     """
 
-    def __init__(self, client: QdrantClient, collection: str, *, local: bool) -> None:
+    def __init__(
+        self,
+        client: QdrantClient,
+        collection: str,
+        *,
+        local: bool,
+        native_groups: bool | None = None,
+    ) -> None:
         self._client = client
         self._collection = collection
         self._state_collection = f"{collection}__state"
         self._local = local
         self._backend = "qdrant-local" if local else "qdrant-remote"
+        self._native_groups = not local if native_groups is None else native_groups
 
     def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         try:
@@ -211,13 +228,18 @@ class QdrantClientStore:
         score_threshold: float | None = None,
         flt: SearchFilter | None = None,
     ) -> list[ProductHit]:
+        query, query_filter = as_float_list(vector), build_filter(flt)
+        if not self._native_groups:
+            return self._grouped_in_python(
+                query, query_filter, limit, chunks_per_product, score_threshold
+            )
         result = self._call(
             "query_points_groups",
             self._client.query_points_groups,
             self._collection,
             group_by=GROUP_FIELD,
-            query=as_float_list(vector),
-            query_filter=build_filter(flt),
+            query=query,
+            query_filter=query_filter,
             limit=limit,
             group_size=chunks_per_product,
             score_threshold=score_threshold,
@@ -234,6 +256,51 @@ class QdrantClientStore:
                     ProductHit(product_id=int(group.id), score=chunks[0].score, chunks=chunks)
                 )
         return hits
+
+    def _grouped_in_python(
+        self,
+        query: list[float],
+        query_filter: models.Filter | None,
+        limit: int,
+        chunks_per_product: int,
+        score_threshold: float | None,
+    ) -> list[ProductHit]:
+        def hits(points: Sequence[models.ScoredPoint]) -> list[StoredChunkHit]:
+            return [
+                StoredChunkHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
+                for p in points
+            ]
+
+        def top(n: int) -> list[StoredChunkHit]:
+            result = self._call(
+                "query_points",
+                self._client.query_points,
+                self._collection,
+                query=query,
+                query_filter=query_filter,
+                limit=n,
+                score_threshold=score_threshold,
+                with_payload=True,
+            )
+            return hits(result.points)
+
+        def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
+            requests = [
+                models.QueryRequest(
+                    query=query,
+                    filter=_with_product(query_filter, pid),
+                    limit=chunks_per_product,
+                    score_threshold=score_threshold,
+                    with_payload=True,
+                )
+                for pid in product_ids
+            ]
+            responses = self._call(
+                "query_batch_points", self._client.query_batch_points, self._collection, requests
+            )
+            return [hits(r.points) for r in responses]
+
+        return grouped_search(top, fill, limit=limit, chunks_per_product=chunks_per_product)
 
     # --- checkpoint -------------------------------------------------------------------
     def load_state(self) -> dict[str, Any] | None:
