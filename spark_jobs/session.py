@@ -18,13 +18,20 @@ def local_bundle_jar(coords: str) -> Path | None:
     """The bundle jar in the local Maven repository (where ./scripts/bootstrap.sh puts it)."""
     group, artifact, version = coords.split(":")
     jar = (
-        Path.home() / ".m2" / "repository" / Path(*group.split("."))
-        / artifact / version / f"{artifact}-{version}.jar"
+        Path.home()
+        / ".m2"
+        / "repository"
+        / Path(*group.split("."))
+        / artifact
+        / version
+        / f"{artifact}-{version}.jar"
     )
     return jar if jar.is_file() else None
 
 
-def get_spark(settings: Settings | None = None, app_name: str = "products-lakehouse") -> SparkSession:
+def get_spark(
+    settings: Settings | None = None, app_name: str = "products-lakehouse"
+) -> SparkSession:
     """Return the active SparkSession or build one with the Hudi bundle and extensions.
 
     Under `spark-submit` the session (and its jars) already exist and are reused.
@@ -42,8 +49,12 @@ def get_spark(settings: Settings | None = None, app_name: str = "products-lakeho
         .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
         .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
         .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog"
+        )
         .config("spark.ui.enabled", "false")
+        # The console progress bar would interleave with the jobs' one-line-per-count output.
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "2g")
         # Keep the Derby metastore and warehouse out of the working directory.

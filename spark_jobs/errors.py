@@ -1,0 +1,15 @@
+"""The jobs' exception family: each carries a one-line reason the CLIs print as is."""
+
+from __future__ import annotations
+
+
+class JobError(Exception):
+    """A job refused to run; nothing was written to the table."""
+
+
+class TableNotFoundError(JobError):
+    """No Hudi table at the given path."""
+
+
+class InputError(JobError):
+    """An input file is missing, unreadable, or its columns cannot be mapped."""
