@@ -14,6 +14,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from app.embedding import Embedder
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
@@ -23,3 +25,10 @@ def spark() -> Iterator[SparkSession]:
     session = get_spark(Settings(spark_master="local[2]"), app_name="tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    from app.embedding import load_embedder
+
+    return load_embedder()

@@ -1,0 +1,87 @@
+"""`python -m app.sync [--once | --loop | --verify | --full]`: the sync as its own process.
+
+--once    one cycle; prints `embedded N`, `skipped N`, `deleted N`
+--loop    a cycle every SYNC_INTERVAL_SECONDS until interrupted
+--full    one cycle that reconciles the whole table (re-embeds only what changed)
+--verify  check the mirror invariant; prints `missing N`, `stale N`, `extra N`; exit 1 if any
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from app.core.config import get_settings
+from app.core.logging import configure_logging
+from app.embedding import load_embedder
+from app.store import StoreError, open_store
+from app.sync.engine import SyncEngine
+from app.sync.hudi_source import TableReadError
+from app.sync.verify import mirror_verify
+
+logger = logging.getLogger("app.sync")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app.sync", description=__doc__.split("\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="run one cycle (default)")
+    mode.add_argument("--loop", action="store_true", help="run cycles until interrupted")
+    mode.add_argument("--full", action="store_true", help="one full reconciliation cycle")
+    mode.add_argument("--verify", action="store_true", help="check the mirror invariant")
+    args = parser.parse_args(argv)
+
+    settings = get_settings()
+    configure_logging(settings.log_level)
+    try:
+        store = open_store(settings)
+        embedder = load_embedder(
+            settings.embedding_model, settings.embedding_device, settings.embedding_batch_size
+        )
+        engine = SyncEngine(settings, store, embedder)
+        try:
+            if args.verify:
+                report = mirror_verify(settings, store, engine.chunker)
+                print(f"checkpoint {report.checkpoint}")
+                print(f"products {report.products}")
+                print(f"chunks {report.stored_chunks} (expected {report.expected_chunks})")
+                print(f"missing {report.missing}")
+                print(f"stale {report.stale}")
+                print(f"extra {report.extra}")
+                return 0 if report.ok else 1
+            if args.loop:
+                return _loop(engine, settings.sync_interval_seconds)
+            cycle = engine.run_cycle(full=args.full)
+            print(f"mode {cycle.mode}")
+            print(f"checkpoint {cycle.end}")
+            print(f"rows {cycle.rows}")
+            print(f"embedded {cycle.embedded}")
+            print(f"skipped {cycle.skipped}")
+            print(f"deleted {cycle.deleted}")
+            print(f"payload_updates {cycle.payload_updates}")
+            return 0
+        finally:
+            store.close()
+    except (StoreError, TableReadError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _loop(engine: SyncEngine, interval: float) -> int:
+    logger.info("sync loop every %.1fs", interval)
+    try:
+        while True:
+            try:
+                engine.run_cycle()
+            except (StoreError, TableReadError) as e:
+                # A transient failure (table mid-write, server blip): retried next tick.
+                logger.error("sync cycle failed: %s", e)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

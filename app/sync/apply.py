@@ -1,0 +1,100 @@
+"""Make the store hold exactly the chunks of a set of product rows, spending embeddings only
+on chunks whose content is new."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from app.core.catalog import Product
+from app.embedding import Embedder
+from app.store.base import ChunkPoint, StoredChunk, VectorStore
+from app.sync.chunking import ProductChunk, ProductChunker, product_fields
+
+logger = logging.getLogger(__name__)
+
+# Points per store round-trip: big enough to amortise, small enough to bound a failed call.
+UPSERT_BATCH = 256
+
+
+@dataclass
+class ApplyCounts:
+    products: int = 0
+    embedded: int = 0
+    skipped: int = 0  # chunks already present with the same content (not re-embedded)
+    payload_updates: int = 0  # kept chunks whose product fields (e.g. price) changed
+    deleted: int = 0
+
+    def add(self, other: ApplyCounts) -> None:
+        self.products += other.products
+        self.embedded += other.embedded
+        self.skipped += other.skipped
+        self.payload_updates += other.payload_updates
+        self.deleted += other.deleted
+
+
+class ChunkApplier:
+    def __init__(self, store: VectorStore, embedder: Embedder, chunker: ProductChunker) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.chunker = chunker
+
+    def apply(
+        self, products: Sequence[Product], existing: dict[int, list[StoredChunk]]
+    ) -> ApplyCounts:
+        """Bring `products` to their current chunks. `existing` maps id -> stored chunks.
+
+        Order matters for readers: new chunks are written before old ones are deleted, so a
+        product being edited never vanishes from search mid-cycle.
+        """
+        counts = ApplyCounts(products=len(products))
+        to_embed: list[tuple[ProductChunk, Product]] = []
+        updates: list[tuple[list[str], dict[str, object]]] = []
+        stale: list[str] = []
+        for product in products:
+            old = {c.id: c for c in existing.get(product.id, [])}
+            fields = product_fields(product)
+            kept_with_new_fields: list[str] = []
+            for chunk in self.chunker.chunk(product):
+                held = old.pop(chunk.point_id, None)
+                if held is None:
+                    to_embed.append((chunk, product))
+                    continue
+                counts.skipped += 1
+                if any(held.payload.get(k) != v for k, v in fields.items()):
+                    kept_with_new_fields.append(chunk.point_id)
+                if held.payload.get("chunk_index") != chunk.chunk_index:
+                    # Same text, new position: an earlier chunk was removed or added.
+                    updates.append(([chunk.point_id], {"chunk_index": chunk.chunk_index}))
+            if kept_with_new_fields:
+                updates.append((kept_with_new_fields, dict(fields)))
+            stale.extend(old)
+
+        self._embed_and_upsert(to_embed)
+        counts.embedded = len(to_embed)
+        for ids, payload in updates:
+            self.store.set_payload(ids, payload)
+        counts.payload_updates = sum(len(ids) for ids, _ in updates)
+        if stale:
+            self.store.delete(stale)
+        counts.deleted = len(stale)
+        return counts
+
+    def _embed_and_upsert(self, items: list[tuple[ProductChunk, Product]]) -> None:
+        for start in range(0, len(items), UPSERT_BATCH):
+            batch = items[start : start + UPSERT_BATCH]
+            vectors = self.embedder.embed([chunk.text for chunk, _ in batch])
+            self.store.upsert(
+                [
+                    ChunkPoint(chunk.point_id, vectors[i], chunk.payload(product))
+                    for i, (chunk, product) in enumerate(batch)
+                ]
+            )
+
+
+def group_by_product(chunks: Iterable[StoredChunk]) -> dict[int, list[StoredChunk]]:
+    out: dict[int, list[StoredChunk]] = {}
+    for c in chunks:
+        out.setdefault(c.product_id, []).append(c)
+    return out

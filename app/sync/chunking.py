@@ -1,0 +1,108 @@
+"""Turn a product row into self-contained chunks, sized in the embedding model's tokens.
+
+Each chunk carries the product's name/brand/category header so it stands on its own in
+retrieval; only the description is split. Price is deliberately *not* in the chunk text:
+a price-only update must not change any chunk, so it embeds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from semantic_text_splitter import TextSplitter
+
+from app.core.catalog import Product
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+# Fixed namespace so point ids are stable across processes and machines.
+_POINT_NAMESPACE = uuid.UUID("6f1c1f0e-8a55-4f3a-9a63-3d0f1c2b7e11")
+# Smallest room left for description text once the header is counted.
+_MIN_BODY_TOKENS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class ProductChunk:
+    point_id: str
+    product_id: int
+    chunk_index: int
+    chunk_hash: str
+    text: str
+
+    def payload(self, product: Product) -> dict[str, Any]:
+        return {
+            "product_id": product.id,
+            "chunk_hash": self.chunk_hash,
+            "chunk_index": self.chunk_index,
+            "text": self.text,
+            **product_fields(product),
+        }
+
+
+def product_fields(product: Product) -> dict[str, Any]:
+    """Product-level payload: may change without the chunk text changing (e.g. price)."""
+    return {
+        "name": product.name,
+        "category": product.category,
+        "brand": product.brand,
+        "price": product.price,
+    }
+
+
+class ProductChunker:
+    """Splits descriptions with semantic-text-splitter, measured by the model's tokenizer."""
+
+    def __init__(
+        self, tokenizer: Tokenizer, model_id: str, max_tokens: int, overlap_tokens: int
+    ) -> None:
+        self._tokenizer = tokenizer
+        self._model_id = model_id
+        self.max_tokens = max_tokens
+        self.overlap_tokens = overlap_tokens
+        self._splitters: dict[int, TextSplitter] = {}
+
+    @property
+    def signature(self) -> str:
+        """What, besides text, decides a chunk's content: changing it needs a full resync."""
+        return f"{self._model_id}|{self.max_tokens}|{self.overlap_tokens}"
+
+    def _splitter(self, capacity: int) -> TextSplitter:
+        # The header length varies per product; splitters are cheap but not free to build.
+        splitter = self._splitters.get(capacity)
+        if splitter is None:
+            overlap = min(self.overlap_tokens, capacity // 2)
+            splitter = TextSplitter.from_huggingface_tokenizer(
+                self._tokenizer, capacity, overlap=overlap
+            )
+            self._splitters[capacity] = splitter
+        return splitter
+
+    def header(self, product: Product) -> str:
+        parts = [product.name]
+        if product.brand:
+            parts.append(f"by {product.brand}")
+        if product.category:
+            parts.append(f"({product.category})")
+        return " ".join(parts)
+
+    def chunk(self, product: Product) -> list[ProductChunk]:
+        header = self.header(product)
+        header_tokens = len(self._tokenizer.encode(header, add_special_tokens=False).ids)
+        capacity = max(self.max_tokens - header_tokens - 1, _MIN_BODY_TOKENS)
+        description = (product.description or "").strip()
+        pieces = self._splitter(capacity).chunks(description) if description else []
+        texts = [f"{header}\n{piece}" for piece in pieces] or [header]
+        # A description that repeats itself can yield identical chunks: one point each.
+        unique = list(dict.fromkeys(texts))
+        return [self._make(product.id, i, text) for i, text in enumerate(unique)]
+
+    def _make(self, product_id: int, index: int, text: str) -> ProductChunk:
+        digest = hashlib.sha256(f"{self._model_id}\x1f{text}".encode()).hexdigest()[:32]
+        # Keyed by content (and product): an unchanged chunk keeps its id and is never
+        # re-embedded; an edited one gets a new id and the old id is deleted.
+        point_id = str(uuid.uuid5(_POINT_NAMESPACE, f"{product_id}:{digest}"))
+        return ProductChunk(point_id, product_id, index, digest, text)

@@ -1,0 +1,83 @@
+"""What the sync remembers (stored with the vectors) and what it reports."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+CycleMode = Literal["bootstrap", "incremental", "full", "noop"]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncCheckpoint:
+    """Saved in the vector store after every completed cycle.
+
+    `completed` is the completion time of the newest commit mirrored (hudi-rs windows are
+    in completion time); `requested` identifies that instant so a later cycle can tell
+    whether it is still on the active timeline. `signature` is the model + chunking setup:
+    a change means every chunk id changes, so a full reconciliation.
+    """
+
+    completed: str
+    requested: str
+    table_path: str
+    signature: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> SyncCheckpoint | None:
+        if not raw or "completed" not in raw:
+            return None
+        return cls(
+            completed=str(raw["completed"]),
+            requested=str(raw.get("requested", "")),
+            table_path=str(raw.get("table_path", "")),
+            signature=str(raw.get("signature", "")),
+        )
+
+
+@dataclass
+class CycleReport:
+    mode: CycleMode
+    start: str | None
+    end: str | None
+    reason: str = ""
+    rows: int = 0
+    products: int = 0
+    embedded: int = 0
+    skipped: int = 0
+    payload_updates: int = 0
+    deleted: int = 0
+    key_reconciliation: bool = False
+    seconds: float = 0.0
+
+
+@dataclass
+class SyncTotals:
+    cycles: int = 0
+    failures: int = 0
+    embedded: int = 0
+    skipped: int = 0
+    deleted: int = 0
+    payload_updates: int = 0
+    full_reconciliations: int = 0
+    key_reconciliations: int = 0
+    last_report: CycleReport | None = None
+    last_error: str | None = None
+    last_success_at: float | None = None
+    checkpoint: str | None = None
+    table_latest: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def instant_seconds_between(older: str | None, newer: str | None) -> float:
+    """Seconds between two Hudi instant times (yyyyMMddHHmmssSSS, same timezone)."""
+    if not older or not newer or newer <= older:
+        return 0.0
+    fmt = "%Y%m%d%H%M%S%f"
+    a = datetime.strptime(older[:17].ljust(17, "0") + "000", fmt)
+    b = datetime.strptime(newer[:17].ljust(17, "0") + "000", fmt)
+    return (b - a).total_seconds()

@@ -1,0 +1,64 @@
+"""Helpers for sync tests: a table in tmp, an engine over an in-memory store, the invariant."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.core.config import Settings
+from app.embedding import Embedder
+from app.store import VectorStore, open_store
+from app.sync.engine import SyncEngine
+from app.sync.state import CycleReport
+from app.sync.verify import MirrorReport, mirror_verify
+
+
+def product(pid: int, ts: int, name: str, description: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "id": pid,
+        "ts": ts,
+        "name": name,
+        "description": description,
+        "category": kw.get("category", "electronics"),
+        "brand": kw.get("brand", "Acme"),
+        "price": kw.get("price", 10.0),
+    }
+
+
+def long_text(topic: str, sentences: int) -> str:
+    return " ".join(
+        f"Sentence {i} explains how the {topic} handles situation number {i} with care, "
+        f"using durable materials and a thoughtful design that shoppers appreciate."
+        for i in range(sentences)
+    )
+
+
+@dataclass
+class Harness:
+    settings: Settings
+    store: VectorStore
+    engine: SyncEngine
+
+    def cycle(self, **kw: Any) -> CycleReport:
+        return self.engine.run_cycle(**kw)
+
+    def verify(self) -> MirrorReport:
+        return mirror_verify(self.settings, self.store, self.engine.chunker)
+
+    def assert_mirror(self) -> MirrorReport:
+        report = self.verify()
+        assert (report.missing, report.stale, report.extra) == (0, 0, 0), report
+        assert report.stored_chunks == report.expected_chunks
+        return report
+
+
+def make_harness(
+    table_path: Path | str, embedder: Embedder, qdrant_path: str = ":memory:", **kw: Any
+) -> Harness:
+    settings = Settings(
+        hudi_table_path=str(table_path), qdrant_path=qdrant_path, max_chunk_tokens=64,
+        chunk_overlap_tokens=8, **kw
+    )
+    store = open_store(settings)
+    return Harness(settings, store, SyncEngine(settings, store, embedder))
