@@ -52,17 +52,17 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
     stale: list[str] = []
     extra: list[str] = []
     stored = 0
-    for chunk in store.iter_chunks():
+    for held in store.iter_chunks():
         stored += 1
-        want = expected.get(chunk.id)
+        want = expected.get(held.id)
         if want is not None:
-            missing_ids.discard(chunk.id)
-            if any(chunk.payload.get(k) != v for k, v in want.items()):
-                stale.append(chunk.id)
-        elif chunk.product_id in products:
-            stale.append(chunk.id)
+            missing_ids.discard(held.id)
+            if any(held.payload.get(k) != v for k, v in want.items()):
+                stale.append(held.id)
+        elif held.product_id in products:
+            stale.append(held.id)
         else:
-            extra.append(chunk.id)
+            extra.append(held.id)
     return MirrorReport(
         checkpoint=cp.completed if cp else None,
         products=len(products),
