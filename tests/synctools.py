@@ -57,8 +57,11 @@ def make_harness(
     table_path: Path | str, embedder: Embedder, qdrant_path: str = ":memory:", **kw: Any
 ) -> Harness:
     settings = Settings(
-        hudi_table_path=str(table_path), qdrant_path=qdrant_path, max_chunk_tokens=64,
-        chunk_overlap_tokens=8, **kw
+        hudi_table_path=str(table_path),
+        qdrant_path=qdrant_path,
+        max_chunk_tokens=64,
+        chunk_overlap_tokens=8,
+        **kw,
     )
     store = open_store(settings)
     return Harness(settings, store, SyncEngine(settings, store, embedder))

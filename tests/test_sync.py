@@ -65,7 +65,11 @@ def test_mirror_holds_through_edits_price_updates_deletes_and_reinserts(
     assert edit.deleted >= chunks_before[2] - 1
 
     # 3. Price-only update: zero embeddings, payload updated in place.
-    upsert_rows(spark, path, [product(3, 300, "Swim Buds", "Waterproof earbuds for lap swimming.", price=49.0)])
+    upsert_rows(
+        spark,
+        path,
+        [product(3, 300, "Swim Buds", "Waterproof earbuds for lap swimming.", price=49.0)],
+    )
     price = h.cycle()
     assert (price.rows, price.embedded, price.deleted) == (1, 0, 0)
     assert price.payload_updates == 1
@@ -83,7 +87,9 @@ def test_mirror_holds_through_edits_price_updates_deletes_and_reinserts(
     #    and an edit.
     delete_ids(spark, path, [3])
     upsert_rows(spark, path, [product(3, 500, "Swim Buds 2", "Second generation earbuds.")])
-    upsert_rows(spark, path, [product(4, 500, "Camp Stove", long_text("stove", 2), category="outdoor")])
+    upsert_rows(
+        spark, path, [product(4, 500, "Camp Stove", long_text("stove", 2), category="outdoor")]
+    )
     many = h.cycle()
     assert many.rows == 2 and many.key_reconciliation
     report = h.assert_mirror()
