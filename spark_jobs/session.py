@@ -59,7 +59,13 @@ def get_spark(
         .config("spark.driver.memory", "2g")
         # Keep the Derby metastore and warehouse out of the working directory.
         .config("spark.sql.warehouse.dir", str(Path("/tmp") / "spark-warehouse"))
-        .config("spark.driver.extraJavaOptions", "-Dderby.system.home=/tmp/derby")
+        .config(
+            "spark.driver.extraJavaOptions",
+            # JOL (Hudi's object sizing) otherwise tries to attach agents to the JVM: slow,
+            # and it dumps warnings (or, with self-attach allowed, a thread dump) on stdout.
+            "-Dderby.system.home=/tmp/derby"
+            " -Djol.skipHotspotSAAttach=true -Djol.skipDynamicAttach=true",
+        )
     )
     jar = Path(s.hudi_spark_jar) if s.hudi_spark_jar else local_bundle_jar(s.hudi_spark_bundle)
     if jar is not None:
