@@ -1,0 +1,74 @@
+"""Query → distinct products: embed with the chunks' model, search the store, shape results.
+
+Grouping, filters and the similarity threshold all run inside the store's search
+(`VectorStore.search_products`), so a filter never shrinks a page that enough matching
+products could fill. A product ranks by its best chunk: the eval (`python -m app.eval`)
+measured that against a whole-text dense baseline on the labelled demo set.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from app.core.config import Settings
+from app.embedding import Embedder
+from app.llm.types import RetrievedProduct
+from app.store.base import ProductHit, SearchFilter, VectorStore
+
+logger = logging.getLogger(__name__)
+
+
+def chunk_body(text: str) -> str:
+    """A chunk's text without its "Name by Brand (category)" header line.
+
+    Header-only chunks (products without a description) keep the header: it is all there is.
+    """
+    _, sep, body = text.partition("\n")
+    return body.strip() if sep and body.strip() else text.strip()
+
+
+def to_retrieved(hit: ProductHit) -> RetrievedProduct:
+    payload = hit.chunks[0].payload if hit.chunks else {}
+    price = payload.get("price")
+    return RetrievedProduct(
+        id=hit.product_id,
+        name=str(payload.get("name") or ""),
+        category=payload.get("category"),
+        brand=payload.get("brand"),
+        price=float(price) if isinstance(price, int | float) else None,
+        score=round(hit.score, 6),
+        matched_content=[chunk_body(str(c.payload.get("text", ""))) for c in hit.chunks],
+    )
+
+
+class Retriever:
+    """Args:
+    embedder: the model the chunks were embedded with.
+    store: the vector store the sync writes.
+    settings: threshold and chunks-per-product come from here.
+    """
+
+    def __init__(self, embedder: Embedder, store: VectorStore, settings: Settings) -> None:
+        self.embedder = embedder
+        self.store = store
+        self.similarity_threshold = settings.similarity_threshold
+        self.chunks_per_product = settings.max_chunks_per_product
+        self.default_top_k = settings.vector_search_top_k
+
+    def retrieve(
+        self, query: str, top_k: int | None = None, filters: SearchFilter | None = None
+    ) -> list[RetrievedProduct]:
+        """Up to `top_k` distinct products for `query`, best first (blocking: call off-loop).
+
+        Raises:
+            StoreError: the vector store failed.
+        """
+        vector = self.embedder.embed([query])[0]
+        hits = self.store.search_products(
+            vector,
+            limit=top_k or self.default_top_k,
+            chunks_per_product=self.chunks_per_product,
+            score_threshold=self.similarity_threshold,
+            flt=None if filters is None or filters.is_empty else filters,
+        )
+        return [to_retrieved(h) for h in hits]
