@@ -1,0 +1,68 @@
+"""Request dependencies as `Annotated` aliases: the app's services and the admin key check."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from app.api.services import Services
+from app.core.config import Settings
+from app.llm import Generator
+from app.retrieval import Retriever
+
+
+def get_services(request: Request) -> Services:
+    services: Services | None = getattr(request.app.state, "services", None)
+    if services is None:  # only between app creation and the end of startup
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "service is starting")
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def get_settings(services: ServicesDep) -> Settings:
+    return services.settings
+
+
+def get_retriever(services: ServicesDep) -> Retriever:
+    return services.retriever
+
+
+def get_generator(services: ServicesDep) -> Generator:
+    return services.generator
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+RetrieverDep = Annotated[Retriever, Depends(get_retriever)]
+GeneratorDep = Annotated[Generator, Depends(get_generator)]
+
+# auto_error=False: a missing key is our 401 with a message, and no key is fine when
+# API_KEY is unset.
+_key_header = APIKeyHeader(name="X-API-Key", auto_error=False)
+_bearer = HTTPBearer(auto_error=False)
+
+
+def require_api_key(
+    settings: SettingsDep,
+    key: Annotated[str | None, Depends(_key_header)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Admin routes need API_KEY (X-API-Key or Authorization: Bearer) when one is set."""
+    if settings.api_key is None or not settings.api_key.get_secret_value():
+        return
+    given = key if key is not None else (bearer.credentials if bearer is not None else None)
+    expected = settings.api_key.get_secret_value().encode()
+    # Constant time: the comparison must not leak how much of a guess was right.
+    if given is None or not hmac.compare_digest(given.encode(), expected):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing or wrong API key (send X-API-Key or Authorization: Bearer)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+AdminDep = Depends(require_api_key)

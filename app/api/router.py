@@ -1,0 +1,11 @@
+"""Every route of the API, joined in one place."""
+
+from fastapi import APIRouter
+
+from app.api.routes import health, metrics, recommend, sync
+
+api_router = APIRouter()
+api_router.include_router(recommend.router)
+api_router.include_router(health.router)
+api_router.include_router(sync.router)
+api_router.include_router(metrics.router)

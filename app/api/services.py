@@ -1,0 +1,77 @@
+"""The parts one API process holds, built at startup and closed at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from app.core.config import Settings
+from app.embedding import Embedder, load_embedder
+from app.llm import Generator, build_generator
+from app.metrics import sync_registry
+from app.retrieval import Retriever
+from app.store import VectorStore, open_store
+from app.sync.engine import SyncEngine
+from app.sync.runner import SyncRunner
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: VectorStore
+    embedder: Embedder
+    engine: SyncEngine
+    retriever: Retriever
+    generator: Generator
+    # None when SYNC_MODE=off: another process (python -m app.sync --loop) writes the index.
+    runner: SyncRunner | None
+    metrics_registry: CollectorRegistry
+
+    def is_ready(self) -> bool:
+        """Serving a complete index: a first cycle done here, or a checkpoint left by the syncer."""
+        if self.runner is not None:
+            return self.runner.ready
+        return self.store.load_state() is not None
+
+    async def aclose(self) -> None:
+        if self.runner is not None:
+            await self.runner.stop()
+        await self.generator.aclose()
+        await asyncio.to_thread(self.store.close)
+
+
+def build_services(settings: Settings) -> Services:
+    """Open the store, load the model and build the engine (blocking; seconds).
+
+    Raises:
+        StoreError: the store cannot be opened (locked by another process, wrong dimension).
+    """
+    store = open_store(settings)
+    try:
+        embedder = load_embedder(
+            settings.embedding_model, settings.embedding_device, settings.embedding_batch_size
+        )
+        engine = SyncEngine(settings, store, embedder)
+    except BaseException:
+        store.close()
+        raise
+    runner = (
+        SyncRunner(engine, settings.sync_interval_seconds)
+        if settings.sync_mode == "embedded"
+        else None
+    )
+    return Services(
+        settings=settings,
+        store=store,
+        embedder=embedder,
+        engine=engine,
+        retriever=Retriever(embedder, store, settings),
+        generator=build_generator(settings),
+        runner=runner,
+        metrics_registry=sync_registry(engine),
+    )
