@@ -32,3 +32,7 @@ def embedder() -> Embedder:
     from app.embedding import load_embedder
 
     return load_embedder()
+
+
+# The local OpenAI-compatible server (`openai_stub`, `openai_stub_server`) for every module.
+from tests.openai_stub import openai_stub_fixture, openai_stub_server_fixture  # noqa: E402, F401
