@@ -1,0 +1,64 @@
+"""Reading the eval files and the product catalog they were judged against."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.core.catalog import Product
+from app.core.config import ROOT
+
+DEFAULT_QUERIES = ROOT / "data" / "eval" / "queries.jsonl"
+DEFAULT_QRELS = ROOT / "data" / "eval" / "qrels.tsv"
+DEFAULT_PRODUCTS = ROOT / "data" / "demo" / "products.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuery:
+    qid: str
+    query: str
+
+
+def load_queries(path: Path) -> list[EvalQuery]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            out.append(EvalQuery(str(row["qid"]), str(row["query"])))
+    return out
+
+
+def load_qrels(path: Path) -> dict[str, dict[int, float]]:
+    """qid -> {product_id: grade}; tab-separated `qid product_id grade`, no header."""
+    qrels: dict[str, dict[int, float]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise ValueError(f"{path}:{n}: expected 3 tab-separated fields, got {len(parts)}")
+        qid, pid, grade = parts
+        qrels.setdefault(qid, {})[int(pid)] = float(grade)
+    return qrels
+
+
+def load_products(path: Path) -> list[Product]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        price = row.get("price")
+        out.append(
+            Product(
+                id=int(row["id"]),
+                ts=int(row.get("ts") or 0),
+                name=str(row["name"]),
+                description=str(row.get("description") or ""),
+                category=row.get("category"),
+                brand=row.get("brand"),
+                price=float(price) if price is not None else None,
+            )
+        )
+    return out
