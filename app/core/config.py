@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     # --- sync -------------------------------------------------------------------------
     sync_mode: Literal["embedded", "off"] = "embedded"
     sync_interval_seconds: float = Field(30.0, ge=0.5)
+    # Where the cross-process sync lock lives (share it between syncer containers).
+    sync_lock_dir: str = str(ROOT / "data")
 
     # --- retrieval ----------------------------------------------------------------------
     vector_search_top_k: int = Field(5, ge=1, le=50)

@@ -4,6 +4,9 @@
 --loop    a cycle every SYNC_INTERVAL_SECONDS until interrupted
 --full    one cycle that reconciles the whole table (re-embeds only what changed)
 --verify  check the mirror invariant; prints `missing N`, `stale N`, `extra N`; exit 1 if any
+
+Exit codes: 0 done, 1 verify found differences, 2 store/table error, 3 another process
+is syncing the same collection (see app/sync/lock.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from app.embedding import load_embedder
 from app.store import StoreError, open_store
 from app.sync.engine import SyncEngine
 from app.sync.hudi_source import TableReadError
+from app.sync.lock import SyncBusyError
 from app.sync.verify import mirror_verify
 
 logger = logging.getLogger("app.sync")
@@ -64,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         finally:
             store.close()
+    except SyncBusyError as e:
+        print(f"busy: {e}", file=sys.stderr)
+        return 3
     except (StoreError, TableReadError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -75,6 +82,9 @@ def _loop(engine: SyncEngine, interval: float) -> int:
         while True:
             try:
                 engine.run_cycle()
+            except SyncBusyError as e:
+                # The second syncer waits its turn instead of writing alongside.
+                logger.warning("%s; retrying in %.0fs", e, interval)
             except (StoreError, TableReadError) as e:
                 # A transient failure (table mid-write, server blip): retried next tick.
                 logger.error("sync cycle failed: %s", e)

@@ -10,6 +10,7 @@ a window after a crash re-embeds only what did not land and deletes what is stal
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -21,6 +22,7 @@ from app.store.base import VectorStore
 from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
 from app.sync.chunking import ProductChunker
 from app.sync.hudi_source import REMOVAL_OPERATIONS, TableSnapshot
+from app.sync.lock import SyncLock
 from app.sync.progress import Progress
 from app.sync.state import CycleMode, CycleReport, SyncCheckpoint, SyncTotals
 
@@ -53,6 +55,8 @@ class SyncEngine:
         self.totals = SyncTotals()
         # One cycle at a time inside this process (background loop vs POST /sync).
         self._cycle_lock = threading.Lock()
+        # ... and across processes (an API with SYNC_MODE=embedded vs `app.sync --loop`).
+        self._process_lock = SyncLock.for_settings(settings)
         store.ensure_collection(embedder.dim)
         cp = self.checkpoint()
         self.totals.checkpoint = cp.completed if cp else None
@@ -61,7 +65,7 @@ class SyncEngine:
         return SyncCheckpoint.from_dict(self.store.load_state())
 
     def run_cycle(self, *, full: bool = False) -> CycleReport:
-        with self._cycle_lock:
+        with self._cycle_lock, self._held():
             try:
                 report = self._cycle(full=full)
             except Exception as e:
@@ -70,6 +74,9 @@ class SyncEngine:
                 raise
             self._record(report)
             return report
+
+    def _held(self) -> contextlib.AbstractContextManager[None]:
+        return self._process_lock.hold() if self._process_lock else contextlib.nullcontext()
 
     def _record(self, report: CycleReport) -> None:
         t = self.totals

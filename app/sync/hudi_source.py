@@ -57,13 +57,21 @@ class Instant:
 
 
 def storage_options(settings: Settings) -> dict[str, str]:
-    """hudi-rs (object_store) options for an s3:// table; empty for a local path."""
-    if not settings.hudi_table_path.startswith("s3"):
+    """hudi-rs options for an s3:// (or s3a://) table; empty for a local path.
+
+    hudi-rs hands these to Rust's object_store (AmazonS3Builder), whose config keys are
+    `aws_region`, `aws_endpoint`, `aws_allow_http`, `aws_access_key_id` and
+    `aws_secret_access_key`; unknown keys are dropped silently, so the names matter.
+    """
+    if not settings.hudi_table_path.startswith(("s3://", "s3a://")):
         return {}
     opts = {"aws_region": settings.aws_region}
     if settings.aws_endpoint_url:
-        opts["aws_endpoint_url"] = settings.aws_endpoint_url
-    if settings.aws_allow_http:
+        opts["aws_endpoint"] = settings.aws_endpoint_url
+        # object_store otherwise addresses bucket.host (virtual-hosted style), which local
+        # S3-compatible servers do not serve; path style is also what s3a is set to.
+        opts["aws_virtual_hosted_style_request"] = "false"
+    if _plain_http(settings):
         opts["aws_allow_http"] = "true"
     if settings.aws_access_key_id and settings.aws_secret_access_key:
         opts["aws_access_key_id"] = settings.aws_access_key_id.get_secret_value()
@@ -71,25 +79,26 @@ def storage_options(settings: Settings) -> dict[str, str]:
     return opts
 
 
+def _plain_http(settings: Settings) -> bool:
+    """An http:// endpoint (a local MinIO or moto) is consent enough; AWS_ALLOW_HTTP also is."""
+    endpoint = settings.aws_endpoint_url or ""
+    return settings.aws_allow_http or endpoint.startswith("http://")
+
+
 def _filesystem(settings: Settings) -> tuple[pafs.FileSystem, str]:
+    """A pyarrow filesystem and in-filesystem path for listing the table's timeline."""
     path = settings.hudi_table_path
     if path.startswith(("s3://", "s3a://")):
         bucket_path = path.split("://", 1)[1]
         endpoint = settings.aws_endpoint_url
+        keys = settings.aws_access_key_id, settings.aws_secret_access_key
         fs = pafs.S3FileSystem(
             region=settings.aws_region,
-            endpoint_override=endpoint.split("://", 1)[-1] if endpoint else None,
-            scheme="http" if settings.aws_allow_http else "https",
-            access_key=(
-                settings.aws_access_key_id.get_secret_value()
-                if settings.aws_access_key_id
-                else None
-            ),
-            secret_key=(
-                settings.aws_secret_access_key.get_secret_value()
-                if settings.aws_secret_access_key
-                else None
-            ),
+            # pyarrow wants host[:port] and the scheme apart.
+            endpoint_override=endpoint.split("://", 1)[-1].rstrip("/") if endpoint else None,
+            scheme="http" if _plain_http(settings) else "https",
+            access_key=keys[0].get_secret_value() if keys[0] and keys[1] else None,
+            secret_key=keys[1].get_secret_value() if keys[0] and keys[1] else None,
         )
         return fs, bucket_path
     local = path.removeprefix("file://")

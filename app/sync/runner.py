@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from app.sync.engine import SyncEngine
+from app.sync.lock import SyncBusyError
 from app.sync.state import CycleReport, instant_seconds_between
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ class SyncRunner:
                 await self.run_now()
             except asyncio.CancelledError:
                 raise
+            except SyncBusyError as e:
+                logger.warning("%s", e)
             except Exception:
                 # Recorded in engine.totals.last_error and retried next tick: a table being
                 # written or a store blip must not kill the loop.

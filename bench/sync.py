@@ -1,0 +1,128 @@
+"""Sync throughput against the model's own speed, measured in one run.
+
+    .venv/bin/python bench/sync.py [--products 10000] [--seed 7]
+
+Prints, all from this run on this machine:
+  1. raw embedding throughput of the model (chunks/s) on a sample of the same chunk texts;
+  2. bootstrap sync throughput (chunks/s: read + chunk + embed + upsert + checkpoint) and
+     its ratio to (1)               target >= 0.85
+  3. an incremental cycle after editing 1% of the products, as a fraction of the
+     bootstrap's time               target <= 0.03
+  4. embeddings spent on a price-only update of 1,000 products     target 0
+The table is written by real Spark (Hudi COW) and the index is the default embedded
+qdrant-edge store, both in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.core.config import Settings
+from app.core.logging import configure_logging
+from app.embedding import load_embedder
+from app.store import open_store
+from app.sync.engine import SyncEngine
+from spark_jobs.create_table import create_table
+from spark_jobs.generate_products import generate
+from spark_jobs.session import get_spark
+from spark_jobs.upsert_products import upsert_rows
+
+logger = logging.getLogger("bench.sync")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--products", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sample", type=int, default=2_000, help="chunks for the raw baseline")
+    args = parser.parse_args()
+    configure_logging("INFO")
+
+    work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
+    settings = Settings(hudi_table_path=str(work / "products"), qdrant_path=str(work / "qdrant"))
+    spark = get_spark(settings, app_name="bench-sync")
+    rows = list(generate(args.products, args.seed))
+    logger.info("writing %d products with Spark", len(rows))
+    create_table(spark, settings.hudi_table_path)
+    upsert_rows(spark, settings.hudi_table_path, rows)
+
+    embedder = load_embedder(
+        settings.embedding_model, settings.embedding_device, settings.embedding_batch_size
+    )
+    store = open_store(settings)
+    engine = SyncEngine(settings, store, embedder)
+
+    # 1. Raw model throughput on the very texts the sync will embed (a sample of them).
+    from app.core.catalog import Product
+
+    sample_texts: list[str] = []
+    for r in rows:
+        product = Product(
+            r["id"], 0, r["name"], r["description"], r["category"], r["brand"], r["price"]
+        )
+        sample_texts.extend(c.text for c in engine.chunker.chunk(product))
+        if len(sample_texts) >= args.sample:
+            break
+    embedder.embed(sample_texts[:64])  # warm-up: first batch pays lazy init
+    t0 = time.perf_counter()
+    embedder.embed(sample_texts)
+    raw_rate = len(sample_texts) / (time.perf_counter() - t0)
+
+    # 2. Bootstrap.
+    t0 = time.perf_counter()
+    boot = engine.run_cycle()
+    boot_s = time.perf_counter() - t0
+    boot_rate = boot.embedded / boot_s
+
+    # 3. Edit 1% of the products (new descriptions), then one incremental cycle.
+    rng = random.Random(args.seed)
+    edited = rng.sample(rows, max(1, len(rows) // 100))
+    changed = [
+        {**r, "ts": r["ts"] + 1, "description": r["description"] + " Now with a longer warranty."}
+        for r in edited
+    ]
+    upsert_rows(spark, settings.hudi_table_path, changed)
+    t0 = time.perf_counter()
+    inc = engine.run_cycle()
+    inc_s = time.perf_counter() - t0
+
+    # 4. Price-only update of 1,000 products.
+    priced = [
+        {**r, "ts": r["ts"] + 2, "price": round(r["price"] * 0.9, 2)}
+        for r in rng.sample(rows, min(1000, len(rows)))
+    ]
+    upsert_rows(spark, settings.hudi_table_path, priced)
+    t0 = time.perf_counter()
+    price = engine.run_cycle()
+    price_s = time.perf_counter() - t0
+    store.close()
+    spark.stop()
+
+    print(f"products                         {len(rows)}")
+    print(f"chunks (bootstrap)               {boot.embedded}")
+    print(
+        f"raw embedding                    {raw_rate:8.1f} chunks/s  ({len(sample_texts)} chunks)"
+    )
+    print(f"bootstrap sync                   {boot_rate:8.1f} chunks/s  ({boot_s:.1f} s)")
+    print(f"  ratio sync/raw                 {boot_rate / raw_rate:8.3f}   (target >= 0.85)")
+    print(
+        f"incremental, 1% edited           {inc_s:8.2f} s  rows {inc.rows}, "
+        f"embedded {inc.embedded}, skipped {inc.skipped}, deleted {inc.deleted}"
+    )
+    print(f"  fraction of bootstrap          {inc_s / boot_s:8.4f}   (target <= 0.03)")
+    print(
+        f"price-only update, 1000 products {price_s:8.2f} s  rows {price.rows}, "
+        f"embedded {price.embedded} (target 0), payload updates {price.payload_updates}"
+    )
+
+
+if __name__ == "__main__":
+    main()
