@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
-WriteOperation = Literal["upsert", "delete"]
+WriteOperation = Literal["upsert", "bulk_insert", "delete"]
 
 
 def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
@@ -47,6 +47,22 @@ def require_table(spark: SparkSession, table_path: str) -> dict[str, str]:
             f"no Hudi table at {table_path} (create it with python -m spark_jobs.create_table)"
         )
     return props
+
+
+def has_completed_writes(spark: SparkSession, table_path: str) -> bool:
+    """Whether any write completed.
+
+    Hudi 1.x names completed instants `<requested>_<completed>.<action>` in .hoodie/timeline.
+    """
+    hpath, fs = _hadoop_path(spark, f"{table_path.rstrip('/')}/.hoodie/timeline")
+    if not fs.exists(hpath):
+        return False
+    for status in fs.listStatus(hpath):
+        name = str(status.getPath().getName())
+        stem, _, action = name.partition(".")
+        if "_" in stem and action in ("commit", "deltacommit", "replacecommit"):
+            return True
+    return False
 
 
 def write_options(props: dict[str, str], operation: WriteOperation) -> dict[str, str]:

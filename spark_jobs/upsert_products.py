@@ -34,7 +34,14 @@ from spark_jobs.inputs import (
     iter_mapped,
     read_rows,
 )
-from spark_jobs.table import normalize_table_path, read_snapshot, require_table, write
+from spark_jobs.table import (
+    WriteOperation,
+    has_completed_writes,
+    normalize_table_path,
+    read_snapshot,
+    require_table,
+    write,
+)
 from spark_jobs.validation import ValidRow, validate
 
 if TYPE_CHECKING:
@@ -158,13 +165,19 @@ def _apply(
     )
     upserted = 0
     if batch.rows:
-        changed = _changed_rows(spark, table_path, list(batch.rows.values())).persist()
+        # A table that never had a write holds no keys to look up: bulk_insert skips the
+        # index and small-file work and is ~2x faster for the first load. The batch is
+        # already de-duplicated, so the result is the same as an upsert.
+        first_load = not has_completed_writes(spark, table_path)
+        changed = _changed_rows(spark, table_path, list(batch.rows.values()), first_load)
+        changed = changed.persist()
         try:
             upserted = changed.count()
             if upserted:
-                logger.info("writing %d rows to %s", upserted, table_path)
+                operation: WriteOperation = "bulk_insert" if first_load else "upsert"
+                logger.info("writing %d rows to %s (%s)", upserted, table_path, operation)
                 write_started = time.monotonic()
-                write(changed, table_path, props, "upsert")
+                write(changed, table_path, props, operation)
                 logger.info("commit done in %.1f s", time.monotonic() - write_started)
         finally:
             changed.unpersist()
@@ -179,7 +192,9 @@ def _apply(
     )
 
 
-def _changed_rows(spark: SparkSession, table_path: str, rows: list[ValidRow]) -> DataFrame:
+def _changed_rows(
+    spark: SparkSession, table_path: str, rows: list[ValidRow], first_load: bool
+) -> DataFrame:
     """The rows that would change what the table shows; the rest are left out.
 
     Left out: rows whose stored version is newer (Hudi would keep the stored one anyway),
@@ -208,7 +223,12 @@ def _changed_rows(spark: SparkSession, table_path: str, rows: list[ValidRow]) ->
             StructField("ts_defaulted", BooleanType(), False),
         ]
     )
-    incoming = spark.createDataFrame([(*r.as_tuple(), r.ts_defaulted) for r in rows], schema)
+    # The rows are validated already; Spark's per-row schema check would double the cost.
+    incoming = spark.createDataFrame(
+        [(*r.as_tuple(), r.ts_defaulted) for r in rows], schema, verifySchema=False
+    )
+    if first_load:
+        return incoming.select(*COLUMN_NAMES)
     stored = read_snapshot(spark, table_path).select(
         F.col("id"), *(F.col(c).alias(f"stored_{c}") for c in ("ts", *_CONTENT_COLUMNS))
     )
