@@ -23,4 +23,4 @@ cat >&2 <<MSG
               -d '{"query": "wireless headphones for swimming"}'
   change:   ./scripts/demo_changes.sh   (Spark edits/deletes products while this runs)
 MSG
-exec .venv/bin/uvicorn app.main:app --host "$HOST" --port "$PORT" "$@"
+HOST=$HOST PORT=$PORT exec ./scripts/serve.sh "$@"

@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# Two images from one file, both thin over the repo's own scripts:
+#   docker build --target api   -t recommender-api .    (default) FastAPI + sync; reads the
+#                                                       table natively with hudi-rs: no JVM
+#   docker build --target spark -t recommender-spark .  the PySpark jobs + Hudi bundle + Java
+# docker-compose.yml wires them with a Qdrant server and a shared table volume.
+
+FROM python:3.11-slim AS base
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+WORKDIR /srv
+# torch from PyPI brings CUDA wheels (~4 GB); the CPU index keeps the image small where
+# it is reachable. Set TORCH_INDEX_URL= (empty) to use PyPI only.
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY spark_jobs ./spark_jobs
+COPY scripts ./scripts
+RUN useradd --create-home --uid 10001 app && mkdir -p /data && chown app /data
+
+FROM base AS spark
+RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+    && rm -rf /var/lib/apt/lists/*
+RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} ".[spark]"
+COPY data/demo ./data/demo
+USER app
+# Hudi bundle (+ s3a jars) into ~app/.m2, where spark_jobs/session.py looks for them.
+RUN ./scripts/fetch_jars.sh
+ENV HUDI_TABLE_PATH=/data/tables/products QUARANTINE_DIR=/data/quarantine
+# Default: build the demo table if missing. Any job: `docker compose run spark python -m
+# spark_jobs.upsert_products --input /data/in/products.jsonl`.
+CMD ["python", "-m", "spark_jobs.demo"]
+
+FROM base AS api
+RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} .
+USER app
+ENV HOST=0.0.0.0 PORT=8000 HUDI_TABLE_PATH=/data/tables/products \
+    QDRANT_PATH=/data/qdrant SYNC_LOCK_DIR=/data
+EXPOSE 8000
+HEALTHCHECK --interval=15s --timeout=3s --start-period=120s \
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health')"
+CMD ["./scripts/serve.sh"]

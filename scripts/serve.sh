@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Start the API (app.main:app). ./uvicorn.sh ends here after installing and building the
+# demo table; the Docker image runs it directly. HOST/PORT pick the socket.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+UVICORN=${UVICORN:-uvicorn}
+if [ -x .venv/bin/uvicorn ]; then UVICORN=.venv/bin/uvicorn; fi
+exec "$UVICORN" app.main:app --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}" \
+  --timeout-graceful-shutdown 10 "$@"
