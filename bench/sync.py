@@ -90,6 +90,7 @@ def main() -> None:
         for r in edited
     ]
     upsert_rows(spark, settings.hudi_table_path, changed)
+    current = {r["id"]: r for r in rows} | {r["id"]: r for r in changed}
     t0 = time.perf_counter()
     inc = engine.run_cycle()
     inc_s = time.perf_counter() - t0
@@ -97,7 +98,7 @@ def main() -> None:
     # 4. Price-only update of 1,000 products.
     priced = [
         {**r, "ts": r["ts"] + 2, "price": round(r["price"] * 0.9, 2)}
-        for r in rng.sample(rows, min(1000, len(rows)))
+        for r in rng.sample(sorted(current.values(), key=lambda r: r["id"]), min(1000, len(rows)))
     ]
     upsert_rows(spark, settings.hudi_table_path, priced)
     t0 = time.perf_counter()

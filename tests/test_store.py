@@ -24,6 +24,7 @@ import pytest
 from app.core.config import Settings
 from app.store import (
     ChunkPoint,
+    PayloadUpdate,
     ProductHit,
     SearchFilter,
     StoreDimensionError,
@@ -215,7 +216,7 @@ def test_backends_agree_on_every_call(
     # A price-only update merges into the payload, vectors and other fields untouched.
     ids_3 = [c.id for c in edge_store.chunks_for_products([3])]
     for store in stores:
-        store.set_payload(ids_3, {"price": 9.5, "ts": 1})
+        store.set_payloads([PayloadUpdate(ids_3, {"price": 9.5, "ts": 1})])
     for store in stores:
         updated = store.chunks_for_products([3])
         assert {c.payload["price"] for c in updated} == {9.5}
@@ -288,13 +289,14 @@ def test_edge_acknowledged_writes_survive_a_killed_process(tmp_path: Path) -> No
     script = textwrap.dedent(
         f"""
         import os, numpy as np
+        from app.store import PayloadUpdate
         from app.store.edge_store import EdgeStore
         from tests.test_store import make_points
         store = EdgeStore({str(path)!r})
         store.ensure_collection({DIM})
         points = make_points()
         store.upsert(points)
-        store.set_payload([points[0].id], {{"price": 1.25}})
+        store.set_payloads([PayloadUpdate([points[0].id], {{"price": 1.25}})])
         store.save_state({{"checkpoint": "killed"}})
         os._exit(0)
         """
@@ -340,7 +342,9 @@ def test_errors_are_store_errors(backend: str, tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="not a UUID"):
             store.delete(["not-a-uuid"])
         with pytest.raises(StoreError):
-            store.set_payload([str(uuid.uuid4())], {"price": 1.0})  # unknown point
+            store.set_payloads(
+                [PayloadUpdate([str(uuid.uuid4())], {"price": 1.0})]
+            )  # unknown point
         with pytest.raises(StoreError) as wrong_dim:
             store.upsert([ChunkPoint(str(uuid.uuid4()), [0.5] * (DIM - 1), {"product_id": 1})])
         assert wrong_dim.value.__cause__ is not None

@@ -12,6 +12,7 @@ import logging
 from app.core.config import Settings
 from app.store.base import (
     ChunkPoint,
+    PayloadUpdate,
     ProductHit,
     SearchFilter,
     StoredChunk,
@@ -26,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ChunkPoint",
+    "PayloadUpdate",
     "ProductHit",
     "SearchFilter",
     "StoreDimensionError",

@@ -51,6 +51,14 @@ class ChunkPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class PayloadUpdate:
+    """Fields to merge into the payload of existing points."""
+
+    ids: Sequence[str]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class StoredChunk:
     """One chunk as reads give it back (payload only, no vector)."""
 
@@ -111,8 +119,10 @@ class VectorStore(Protocol):
         """Delete every chunk of the given products."""
         ...
 
-    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
-        """Merge `payload` into existing points (no re-embedding). Unknown ids raise StoreError."""
+    def set_payloads(self, updates: Sequence[PayloadUpdate]) -> None:
+        """Merge each update's payload into its points (no re-embedding), in one
+        acknowledged round-trip: a price change of 1,000 products is one call, not 1,000.
+        Unknown ids raise StoreError."""
         ...
 
     def chunks_for_products(self, product_ids: Sequence[int]) -> list[StoredChunk]:

@@ -26,6 +26,7 @@ from app.store.base import (
     GROUP_FIELD,
     INDEXED_FIELDS,
     ChunkPoint,
+    PayloadUpdate,
     ProductHit,
     SearchFilter,
     StoredChunk,
@@ -180,9 +181,12 @@ class EdgeStore:
             op = qe.UpdateOperation.delete_points_by_filter(_product_filter(product_ids))
             self._update("delete_products", op)
 
-    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
-        if ids:
-            self._update("set_payload", qe.UpdateOperation.set_payload(self._ids(ids), payload))
+    def set_payloads(self, updates: Sequence[PayloadUpdate]) -> None:
+        ops = [
+            qe.UpdateOperation.set_payload(self._ids(u.ids), u.payload) for u in updates if u.ids
+        ]
+        if ops:
+            self._update("set_payload", *ops)
 
     # --- reads ---------------------------------------------------------------------
     def _scroll(self, flt: qe.Filter | None, batch: int) -> Iterator[StoredChunk]:

@@ -16,6 +16,7 @@ from app.store.base import (
     GROUP_FIELD,
     INDEXED_FIELDS,
     ChunkPoint,
+    PayloadUpdate,
     ProductHit,
     SearchFilter,
     StoredChunk,
@@ -177,17 +178,18 @@ class QdrantClientStore:
             wait=True,
         )
 
-    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
-        if not ids:
-            return
-        self._call(
-            "set_payload",
-            self._client.set_payload,
-            self._collection,
-            payload,
-            points=self._ids(ids),
-            wait=True,
-        )
+    def set_payloads(self, updates: Sequence[PayloadUpdate]) -> None:
+        ops: list[models.UpdateOperation] = [
+            models.SetPayloadOperation(
+                set_payload=models.SetPayload(payload=u.payload, points=self._ids(u.ids))
+            )
+            for u in updates
+            if u.ids
+        ]
+        if ops:
+            self._call(
+                "set_payload", self._client.batch_update_points, self._collection, ops, wait=True
+            )
 
     # --- reads ---------------------------------------------------------------------
     def _scroll(self, flt: models.Filter | None, batch: int) -> Iterator[StoredChunk]:

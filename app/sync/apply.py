@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from app.core.catalog import Product
 from app.embedding import Embedder
-from app.store.base import ChunkPoint, StoredChunk, VectorStore
+from app.store.base import ChunkPoint, PayloadUpdate, StoredChunk, VectorStore
 from app.sync.chunking import ProductChunk, ProductChunker, product_fields
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class ChunkApplier:
         """
         counts = ApplyCounts(products=len(products))
         to_embed: list[tuple[ProductChunk, Product]] = []
-        updates: list[tuple[list[str], dict[str, object]]] = []
+        updates: list[PayloadUpdate] = []
         stale: list[str] = []
         for product in products:
             old = {c.id: c for c in existing.get(product.id, [])}
@@ -66,16 +66,17 @@ class ChunkApplier:
                     kept_with_new_fields.append(chunk.point_id)
                 if held.payload.get("chunk_index") != chunk.chunk_index:
                     # Same text, new position: an earlier chunk was removed or added.
-                    updates.append(([chunk.point_id], {"chunk_index": chunk.chunk_index}))
+                    updates.append(
+                        PayloadUpdate([chunk.point_id], {"chunk_index": chunk.chunk_index})
+                    )
             if kept_with_new_fields:
-                updates.append((kept_with_new_fields, dict(fields)))
+                updates.append(PayloadUpdate(kept_with_new_fields, dict(fields)))
             stale.extend(old)
 
         self._embed_and_upsert(to_embed)
         counts.embedded = len(to_embed)
-        for ids, payload in updates:
-            self.store.set_payload(ids, payload)
-        counts.payload_updates = sum(len(ids) for ids, _ in updates)
+        self.store.set_payloads(updates)
+        counts.payload_updates = sum(len(u.ids) for u in updates)
         if stale:
             self.store.delete(stale)
         counts.deleted = len(stale)
