@@ -1,0 +1,54 @@
+"""Retriever over an in-memory store filled the way the sync fills it (no Spark)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.core.catalog import Product
+from app.core.config import Settings
+from app.eval.index import build_chunk_index
+from app.retrieval import Retriever, chunk_body
+from app.store import SearchFilter
+
+
+def test_chunk_body_drops_the_header_line_only() -> None:
+    assert chunk_body("Mug by Acme (kitchen)\nHolds tea.\nAnd coffee.") == "Holds tea.\nAnd coffee."
+    assert chunk_body("Mug by Acme (kitchen)") == "Mug by Acme (kitchen)"
+
+
+def _products() -> list[Product]:
+    def p(pid: int, name: str, text: str, cat: str, price: float) -> Product:
+        return Product(pid, 1, name, text, cat, "Acme", price)
+
+    return [
+        p(1, "Swim Buds", "Waterproof earbuds for swimming laps in the pool.", "audio", 59.0),
+        p(2, "Trail Tent", "A two-person tent for backpacking and camping.", "outdoor", 199.0),
+        p(3, "Pool Phones", "Bone-conduction headphones for open-water swimming.", "audio", 129.0),
+        p(4, "Coffee Grinder", "Burr grinder for espresso and filter coffee.", "kitchen", 89.0),
+    ]
+
+
+def test_retrieve_groups_filters_and_thresholds(embedder: Any) -> None:
+    settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
+    store = build_chunk_index(_products(), settings, embedder)
+    retriever = Retriever(embedder, store, settings)
+
+    hits = retriever.retrieve("headphones for swimming", top_k=2)
+    assert {h.id for h in hits} == {1, 3}
+    assert hits[0].score >= hits[1].score >= settings.similarity_threshold
+    assert hits[0].matched_content[0].startswith(("Waterproof", "Bone-conduction"))
+
+    cheap = retriever.retrieve(
+        "headphones for swimming", top_k=4, filters=SearchFilter(max_price=100)
+    )
+    assert cheap and all(h.price is not None and h.price <= 100 for h in cheap)
+    assert [h.id for h in retriever.retrieve("camping", 4, SearchFilter(category="audio"))] in (
+        [],
+        [1],
+        [3],
+        [1, 3],
+        [3, 1],
+    )
+    # Nothing about unrelated text clears the threshold.
+    strict = Retriever(embedder, store, settings.model_copy(update={"similarity_threshold": 0.99}))
+    assert strict.retrieve("headphones for swimming", top_k=4) == []
