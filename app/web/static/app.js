@@ -1,0 +1,338 @@
+// The shopper page: sends the question to POST /recommend and renders the answer and cards.
+//
+// Security rule for this file: everything that comes from the server (seller text, the
+// written answer, names) is untrusted and reaches the DOM only through textContent, text
+// nodes or attribute setters — never innerHTML — so markup in a description shows as text.
+"use strict";
+
+(() => {
+  const REQUEST_TIMEOUT_MS = 30000;
+  // The citation form the answer uses for products: [id:123].
+  const CITATION = /\[id:\s*(\d+)\]/g;
+  const PRICE = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" });
+
+  const $ = (id) => document.getElementById(id);
+  const form = $("ask-form");
+  const query = $("query");
+  const queryError = $("query-error");
+  const minPrice = $("min-price");
+  const maxPrice = $("max-price");
+  const category = $("category");
+  const filterError = $("filter-error");
+  const submit = $("submit");
+  const results = $("results");
+  const status = $("status");
+  const answer = $("answer");
+  const answerText = $("answer-text");
+  const answerSource = $("answer-source");
+  const notice = $("notice");
+  const productsHead = $("products-head");
+  const productsList = $("products");
+
+  // The request being answered; a newer question aborts it and its late reply is ignored.
+  let inFlight = null;
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function showFieldError(target, input, message) {
+    target.textContent = message;
+    target.hidden = false;
+    if (input) {
+      input.setAttribute("aria-invalid", "true");
+      input.focus();
+    }
+  }
+
+  function clearFieldErrors() {
+    for (const target of [queryError, filterError]) {
+      target.textContent = "";
+      target.hidden = true;
+    }
+    for (const input of [query, minPrice, maxPrice]) input.removeAttribute("aria-invalid");
+  }
+
+  // A price box: null when empty, NaN when the browser could not parse what was typed.
+  function readPrice(input) {
+    if (input.validity.badInput) return Number.NaN;
+    const raw = input.value.trim();
+    return raw === "" ? null : Number(raw);
+  }
+
+  // The request body, or null after showing why the form cannot be sent.
+  function buildRequest() {
+    clearFieldErrors();
+    const text = query.value.trim();
+    if (!text) {
+      showFieldError(queryError, query, "Please tell us what you are looking for.");
+      return null;
+    }
+    const filters = {};
+    const cat = category.value.trim();
+    if (cat) filters.category = cat;
+    const bounds = [
+      ["min_price", minPrice, "Minimum price"],
+      ["max_price", maxPrice, "Maximum price"],
+    ];
+    for (const [key, input, label] of bounds) {
+      const value = readPrice(input);
+      if (value === null) continue;
+      if (!Number.isFinite(value) || value < 0) {
+        showFieldError(filterError, input, `${label} must be a number of 0 or more.`);
+        return null;
+      }
+      filters[key] = value;
+    }
+    if (
+      filters.min_price !== undefined &&
+      filters.max_price !== undefined &&
+      filters.min_price > filters.max_price
+    ) {
+      showFieldError(filterError, minPrice, "Minimum price must not be above the maximum price.");
+      return null;
+    }
+    const body = { query: text };
+    if (Object.keys(filters).length) body.filters = filters;
+    return body;
+  }
+
+  function setLoading(loading) {
+    submit.disabled = loading;
+    submit.classList.toggle("is-loading", loading);
+    submit.querySelector(".btn__label").textContent = loading ? "Searching…" : "Find products";
+    results.setAttribute("aria-busy", String(loading));
+    if (!loading) return;
+    answer.hidden = true;
+    productsHead.hidden = true;
+    showStatus("loading", "Looking through the catalogue…");
+    const skeletons = [];
+    for (let i = 0; i < 3; i += 1) skeletons.push(el("li", "card card--skeleton"));
+    productsList.replaceChildren(...skeletons);
+  }
+
+  function showStatus(kind, title, detail) {
+    status.className = `status status--${kind}`;
+    const nodes = [el("strong", "status__title", title)];
+    if (detail) nodes.push(el("span", "status__detail", detail));
+    status.replaceChildren(...nodes);
+    status.hidden = false;
+  }
+
+  // FastAPI's detail is a string, or a list of validation errors ({loc, msg}).
+  function describeDetail(detail) {
+    if (typeof detail === "string") return detail;
+    if (Array.isArray(detail)) {
+      return detail
+        .map((e) => {
+          const where = Array.isArray(e?.loc) ? e.loc.filter((p) => p !== "body").join(".") : "";
+          const msg = typeof e?.msg === "string" ? e.msg : "invalid value";
+          return where ? `${where}: ${msg}` : msg;
+        })
+        .join("; ");
+    }
+    return "";
+  }
+
+  function showHttpError(statusCode, data) {
+    const detail = describeDetail(data?.detail);
+    productsList.replaceChildren();
+    if (statusCode === 503) {
+      showStatus(
+        "error",
+        "Product search is temporarily unavailable.",
+        "The catalogue may still be loading. Please try again in a moment.",
+      );
+    } else if (statusCode === 413) {
+      showStatus("error", "That request is too large.", "Please shorten your question.");
+    } else if (statusCode === 429) {
+      showStatus("error", "Too many requests.", "Please wait a moment and try again.");
+    } else if (statusCode >= 400 && statusCode < 500) {
+      showStatus("error", "We couldn't use that request.", detail || `Error ${statusCode}.`);
+    } else {
+      showStatus(
+        "error",
+        "Something went wrong on our side.",
+        `Please try again in a moment (error ${statusCode}).`,
+      );
+    }
+  }
+
+  function productLink(product) {
+    const link = el("a", "cite", product.name);
+    link.href = `#product-${encodeURIComponent(product.id)}`;
+    return link;
+  }
+
+  // The answer as text nodes, with each [id:N] citation turned into a link to its card:
+  // when the product's name is written just before the citation, the name becomes the
+  // link; otherwise the name is inserted. Citations of products not shown are dropped.
+  function renderMessage(message, products) {
+    const byId = new Map(products.map((p) => [String(p.id), p]));
+    const nodes = [];
+    let last = 0;
+    for (const match of message.matchAll(CITATION)) {
+      const before = message.slice(last, match.index).trimEnd();
+      last = match.index + match[0].length;
+      const product = byId.get(match[1]);
+      const at = product ? before.lastIndexOf(product.name) : -1;
+      if (!product) {
+        nodes.push(before);
+      } else if (at >= 0) {
+        nodes.push(before.slice(0, at), productLink(product), before.slice(at + product.name.length));
+      } else {
+        nodes.push(before ? `${before} ` : "", productLink(product));
+      }
+    }
+    nodes.push(message.slice(last));
+    answerText.replaceChildren(...nodes);
+  }
+
+  function productCard(product, rank) {
+    const card = el("li", "card");
+    card.id = `product-${product.id}`;
+    card.dataset.productId = String(product.id);
+
+    const meta = el("div", "card__meta");
+    meta.append(el("span", "card__rank", `#${rank}`));
+    if (product.category) meta.append(el("span", "pill", product.category));
+    card.append(meta);
+
+    card.append(el("h3", "card__name", product.name));
+    if (product.brand) card.append(el("p", "card__brand", `by ${product.brand}`));
+    const price = typeof product.price === "number" ? PRICE.format(product.price) : "Price on request";
+    card.append(el("p", "card__price", price));
+
+    const matched = Array.isArray(product.matched_content) ? product.matched_content : [];
+    if (matched.length) {
+      const why = el("div", "card__match");
+      why.append(el("p", "card__match-label", "From the description"));
+      why.append(el("p", "card__match-text", matched[0]));
+      if (matched.length > 1) {
+        const more = el("details", "card__more");
+        more.append(el("summary", null, "More matching text"));
+        for (const text of matched.slice(1)) more.append(el("p", "card__match-text", text));
+        why.append(more);
+      }
+      card.append(why);
+    }
+    return card;
+  }
+
+  function render(data) {
+    const products = Array.isArray(data.products) ? data.products : [];
+    status.hidden = true;
+
+    renderMessage(typeof data.message === "string" ? data.message : "", products);
+    const extractive = data.generator === "extractive";
+    answerSource.textContent = extractive ? "Quick summary" : "AI assistant";
+    answerSource.className = extractive ? "badge badge--plain" : "badge badge--ai";
+    if (data.degraded) {
+      notice.textContent =
+        "Our AI assistant is unavailable right now, so this summary was put together " +
+        "directly from the product descriptions.";
+    } else if (extractive) {
+      notice.textContent = "This summary was put together directly from the product descriptions.";
+    }
+    notice.hidden = !(data.degraded || extractive);
+    notice.classList.toggle("notice--warn", Boolean(data.degraded));
+    answer.hidden = false;
+
+    productsList.replaceChildren(...products.map((p, i) => productCard(p, i + 1)));
+    productsHead.hidden = products.length === 0;
+    if (!products.length) {
+      showStatus("empty", "No matching products.", "Try different words or loosen the filters.");
+    }
+  }
+
+  async function ask(body) {
+    if (inFlight) inFlight.abort();
+    const controller = new AbortController();
+    inFlight = controller;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, REQUEST_TIMEOUT_MS);
+    setLoading(true);
+    try {
+      let response;
+      try {
+        response = await fetch("/recommend", {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "application/json" },
+          body: JSON.stringify(body),
+          signal: controller.signal,
+        });
+      } catch {
+        if (inFlight !== controller) return;
+        productsList.replaceChildren();
+        showStatus(
+          "error",
+          timedOut ? "The shop took too long to answer." : "Could not reach the shop.",
+          timedOut ? "Please try again." : "Check your connection and try again.",
+        );
+        return;
+      }
+      let data = null;
+      try {
+        data = await response.json();
+      } catch {
+        data = null; // a proxy's HTML error page: the status code still tells the story
+      }
+      if (inFlight !== controller) return;
+      if (!response.ok || !data || data.success === false) {
+        showHttpError(response.ok ? 502 : response.status, data);
+        return;
+      }
+      render(data);
+    } finally {
+      clearTimeout(timer);
+      if (inFlight === controller) {
+        inFlight = null;
+        setLoading(false);
+      }
+    }
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const body = buildRequest();
+    if (!body) return;
+    const url = new URL(window.location.href);
+    url.searchParams.set("q", body.query);
+    window.history.replaceState(null, "", url);
+    ask(body);
+  });
+
+  // Enter sends, Shift+Enter adds a line: what people expect of a search box.
+  query.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  query.addEventListener("input", () => {
+    if (query.value.trim()) {
+      queryError.hidden = true;
+      query.removeAttribute("aria-invalid");
+    }
+  });
+
+  for (const chip of document.querySelectorAll(".chip[data-query]")) {
+    chip.addEventListener("click", () => {
+      query.value = chip.dataset.query;
+      form.requestSubmit();
+    });
+  }
+
+  // A shared link (?q=...) asks its question straight away.
+  const shared = new URL(window.location.href).searchParams.get("q");
+  if (shared && shared.trim()) {
+    query.value = shared;
+    form.requestSubmit();
+  }
+})();
