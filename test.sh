@@ -4,6 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/bootstrap.sh
+# The browser test drives Debian's Chromium (Playwright's own browser download cannot work
+# here). Installed once; needs root, as CI and the dev machines are.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "[test] installing chromium (Debian package, ~1 min)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 echo "[test] ruff"
 .venv/bin/ruff check .
