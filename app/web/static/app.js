@@ -28,6 +28,7 @@
   const notice = $("notice");
   const productsHead = $("products-head");
   const productsList = $("products");
+  const productsCount = $("products-count");
 
   // The request being answered; a newer question aborts it and its late reply is ignored.
   let inFlight = null;
@@ -243,6 +244,7 @@
 
     productsList.replaceChildren(...products.map((p, i) => productCard(p, i + 1)));
     productsHead.hidden = products.length === 0;
+    productsCount.textContent = `(${products.length})`;
     if (!products.length) {
       showStatus("empty", "No matching products.", "Try different words or loosen the filters.");
     }
