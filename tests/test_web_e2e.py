@@ -1,0 +1,285 @@
+"""The shopper page in headless Chromium against the real app and a small live catalog.
+
+One Spark-written Hudi table and one uvicorn server per module: the table holds every
+20th demo product plus product 900, whose seller text carries `<script>` and
+`<img onerror=...>`. The embedded sync mirrors it into an in-memory Qdrant, and the
+`openai` generator talks to the local stub server (echo answers cite `[id:N]`).
+
+Screenshots land in artifacts/ (gitignored): web_desktop.png, web_phone.png,
+web_degraded.png — look at them when the page changes.
+
+Needs Debian's chromium (/usr/bin/chromium) and the `playwright` Python package; no
+browser is downloaded (`playwright install` is never run).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, Request, Route, expect, sync_playwright
+
+from app.core.catalog import COLUMN_NAMES
+from app.core.config import ROOT, Settings
+from spark_jobs.create_table import create_table
+from spark_jobs.upsert_products import upsert_rows
+from tests.openai_stub import Fail, OpenAIStub
+from tests.web_e2e.server import WebServer, wait_ready
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(
+        "!!! CHROMIUM MISSING: /usr/bin/chromium not found - the shopper page's browser tests "
+        "DID NOT RUN. Install it: apt-get install -y chromium !!!",
+        allow_module_level=True,
+    )
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = ROOT / "artifacts"
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+
+XSS_ID = 900
+SCRIPT_TEXT = "<script>window.__pwned=1</script>"
+IMG_TEXT = '<img src=x onerror="window.__pwned=1">'
+XSS_PRODUCT = {
+    "id": XSS_ID,
+    "ts": 1,
+    "name": "Harborlight Rechargeable Camping Lantern",
+    "description": (
+        f"A rechargeable LED camping lantern for the tent and the campsite. {SCRIPT_TEXT} "
+        f"{IMG_TEXT} Bright enough for a whole tent, with a hook and twelve hours of light."
+    ),
+    "category": "outdoor",
+    "brand": "<b>Harborlight</b>",
+    "price": 34.5,
+}
+
+
+def catalog() -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in (ROOT / "data/demo/products.jsonl").open()][::20]
+    rows.append(XSS_PRODUCT)
+    return [{k: r.get(k, 1) for k in COLUMN_NAMES} for r in rows]
+
+
+CATALOG_NAMES = {r["name"] for r in catalog()}
+PRICES = {r["name"]: r["price"] for r in catalog()}
+
+
+@pytest.fixture(scope="module")
+def site(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
+) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("web")
+    table = str(tmp / "products")
+    create_table(spark, table, "COPY_ON_WRITE")
+    upsert_rows(spark, table, catalog(), quarantine_path=str(tmp / "quarantine"))
+    settings = Settings(
+        hudi_table_path=table,
+        qdrant_path=":memory:",
+        quarantine_dir=str(tmp / "quarantine"),
+        sync_interval_seconds=1.0,
+        openai_api_key="test",
+        openai_base_url=openai_stub_server.base_url,
+        llm_timeout_seconds=2.0,
+        llm_max_retries=0,
+        cors_origins=[],
+    )
+    with WebServer(settings) as server:
+        wait_ready(server.url, 120)
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser: Browser, site: str, viewport: dict[str, int] = DESKTOP) -> Page:
+    page = browser.new_page(viewport=viewport)  # type: ignore[arg-type]
+    page.set_default_timeout(30_000)
+    page.goto(site + "/")
+    return page
+
+
+def recommend_requests(page: Page) -> list[Request]:
+    sent: list[Request] = []
+    page.on("request", lambda r: sent.append(r) if r.url.endswith("/recommend") else None)
+    return sent
+
+
+def ask(page: Page, question: str, category: str = "") -> None:
+    page.fill("#query", question)
+    page.select_option("#category", category)
+    with page.expect_response("**/recommend"):
+        page.click("#submit")
+    expect(page.locator("#submit")).to_be_enabled()
+
+
+def card_names(page: Page) -> list[str]:
+    return page.locator(".products .card .card__name").all_text_contents()
+
+
+def screenshot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+# --- the happy path --------------------------------------------------------------------
+def test_page_is_served_with_a_strict_content_security_policy(site: str) -> None:
+    page = httpx.get(site + "/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert httpx.get(site + "/static/app.js").status_code == 200
+    assert httpx.get(site + "/static/style.css").status_code == 200
+
+
+def test_a_question_shows_the_answer_above_cards_from_the_catalog(
+    browser: Browser, site: str, openai_stub: OpenAIStub
+) -> None:
+    page = open_page(browser, site)
+    console_errors: list[str] = []
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+
+    ask(page, "noise cancelling headphones for the train")
+
+    names = card_names(page)
+    assert names and set(names) <= CATALOG_NAMES
+    assert len(openai_stub.requests) == 1
+    # The echo answer is "I recommend <first name> [id:N]."; the citation becomes a link.
+    answer = page.locator("#answer-text")
+    expect(answer).to_have_text(f"I recommend {names[0]}.")
+    cite = answer.locator("a.cite")
+    expect(cite).to_have_text(names[0])
+    assert cite.get_attribute("href") == f"#{page.locator('.card').first.get_attribute('id')}"
+    expect(page.locator("#answer-source")).to_have_text("AI assistant")
+    expect(page.locator("#notice")).to_be_hidden()
+    expect(page.locator("#status")).to_be_hidden()  # the loading line is gone
+    expect(page.locator("#products-count")).to_have_text(f"({len(names)})")
+    # The answer sits above the cards.
+    answer_box, first_card = answer.bounding_box(), page.locator(".card").first.bounding_box()
+    assert answer_box and first_card and answer_box["y"] < first_card["y"]
+    first = page.locator(".card").first
+    expect(first.locator(".card__price")).to_have_text(f"${PRICES[names[0]]:,.2f}")
+    expect(first.locator(".card__match-text").first).not_to_be_empty()
+    screenshot(page, "web_desktop.png")
+    assert console_errors == []  # a CSP violation or script error would show up here
+
+
+def test_example_chip_asks_its_question_on_a_phone(browser: Browser, site: str) -> None:
+    page = open_page(browser, site, PHONE)
+    chip = page.locator(".chip", has_text="Tent")
+    with page.expect_response("**/recommend"):
+        chip.click()
+    expect(page.locator("#submit")).to_be_enabled()
+    assert page.input_value("#query") == chip.get_attribute("data-query")
+    assert set(card_names(page)) <= CATALOG_NAMES and card_names(page)
+    # Nothing wider than the phone: no sideways scrolling.
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    screenshot(page, "web_phone.png")
+
+
+# --- seller text and LLM output are text ------------------------------------------------
+def test_markup_in_a_description_is_shown_as_text_and_never_runs(
+    browser: Browser, site: str
+) -> None:
+    page = open_page(browser, site)
+    ask(page, "rechargeable camping lantern for the tent", category="outdoor")
+
+    card = page.locator(f'.card[data-product-id="{XSS_ID}"]')
+    expect(card).to_be_visible()
+    expect(card.locator(".card__match")).to_contain_text(SCRIPT_TEXT)
+    expect(card.locator(".card__match")).to_contain_text(IMG_TEXT)
+    expect(card.locator(".card__brand")).to_have_text("by <b>Harborlight</b>")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img").count() == 0
+    assert page.locator("b").count() == 0
+    assert page.evaluate("document.scripts.length") == 1  # app.js only
+
+
+def test_llm_failure_shows_the_degraded_notice(
+    browser: Browser, site: str, openai_stub: OpenAIStub
+) -> None:
+    openai_stub.respond(Fail(500))
+    page = open_page(browser, site)
+    ask(page, "an espresso machine for a small kitchen")
+
+    notice = page.locator("#notice")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text("unavailable")
+    expect(page.locator("#answer-source")).to_have_text("Quick summary")
+    # The extractive answer cites every product it names; no raw [id:N] is left.
+    text = page.locator("#answer-text").text_content() or ""
+    assert text.startswith("Top pick: ") and "[id:" not in text
+    assert page.locator("#answer-text a.cite").count() >= 1
+    screenshot(page, "web_degraded.png")
+
+
+# --- validation and errors --------------------------------------------------------------
+def test_empty_question_shows_a_message_and_sends_nothing(browser: Browser, site: str) -> None:
+    page = open_page(browser, site)
+    sent = recommend_requests(page)
+
+    page.fill("#query", "   ")
+    page.click("#submit")
+    error = page.locator("#query-error")
+    expect(error).to_be_visible()
+    expect(error).to_have_text("Please tell us what you are looking for.")
+    page.locator("#query").press("Enter")
+    page.wait_for_timeout(300)
+    assert sent == []
+
+
+def test_min_price_above_max_price_is_refused_before_sending(browser: Browser, site: str) -> None:
+    page = open_page(browser, site)
+    sent = recommend_requests(page)
+    page.fill("#query", "a kettle")
+    page.fill("#min-price", "50")
+    page.fill("#max-price", "10")
+    page.click("#submit")
+    expect(page.locator("#filter-error")).to_contain_text("Minimum price")
+    page.wait_for_timeout(300)
+    assert sent == []
+
+
+def test_a_4xx_from_the_server_shows_its_detail(browser: Browser, site: str) -> None:
+    page = open_page(browser, site)
+
+    # The form cannot produce a bad body, so rewrite it on the way: the real server answers.
+    def bad_top_k(route: Route) -> None:
+        route.continue_(post_data=json.dumps({"query": "tent", "top_k": 0}))
+
+    page.route("**/recommend", bad_top_k)
+    ask(page, "tent")
+    status = page.locator("#status")
+    expect(status).to_contain_text("We couldn't use that request.")
+    expect(status).to_contain_text("top_k")
+    expect(page.locator(".card")).to_have_count(0)
+    expect(page.locator("#answer")).to_be_hidden()
+
+
+def test_network_failure_shows_a_clear_message(browser: Browser, site: str) -> None:
+    page = open_page(browser, site)
+    page.route("**/recommend", lambda route: route.abort())
+    page.fill("#query", "tent")
+    page.click("#submit")
+    expect(page.locator("#status")).to_contain_text("Could not reach the shop.")
+    expect(page.locator("#submit")).to_be_enabled()
