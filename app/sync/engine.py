@@ -61,6 +61,13 @@ class SyncEngine:
         cp = self.checkpoint()
         self.totals.checkpoint = cp.completed if cp else None
 
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait for a running cycle to finish (shutdown must not close the store under it)."""
+        if self._cycle_lock.acquire(timeout=timeout):
+            self._cycle_lock.release()
+            return True
+        return False
+
     def checkpoint(self) -> SyncCheckpoint | None:
         return SyncCheckpoint.from_dict(self.store.load_state())
 

@@ -36,11 +36,15 @@ class SyncRunner:
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="sync-loop")
 
-    async def stop(self) -> None:
+    async def stop(self, timeout: float = 60.0) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        # Cancelling the task does not stop a cycle already running in its worker thread;
+        # the caller closes the store next, so let that cycle finish first.
+        if not await asyncio.to_thread(self.engine.wait_idle, timeout):
+            logger.warning("a sync cycle is still running after %.0fs; closing anyway", timeout)
 
     async def run_now(self, *, full: bool = False) -> CycleReport:
         return await asyncio.to_thread(self.engine.run_cycle, full=full)
