@@ -21,7 +21,15 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, Request, Route, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    Page,
+    Request,
+    Route,
+    ViewportSize,
+    expect,
+    sync_playwright,
+)
 
 from app.core.catalog import COLUMN_NAMES
 from app.core.config import ROOT, Settings
@@ -51,8 +59,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = ROOT / "artifacts"
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 
 XSS_ID = 900
 SCRIPT_TEXT = "<script>window.__pwned=1</script>"
@@ -113,8 +121,8 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-def open_page(browser: Browser, site: str, viewport: dict[str, int] = DESKTOP) -> Page:
-    page = browser.new_page(viewport=viewport)  # type: ignore[arg-type]
+def open_page(browser: Browser, site: str, viewport: ViewportSize = DESKTOP) -> Page:
+    page = browser.new_page(viewport=viewport)
     page.set_default_timeout(30_000)
     page.goto(site + "/")
     return page
