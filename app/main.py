@@ -22,6 +22,7 @@ from app.api.services import build_services
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.metrics import HttpMetricsMiddleware
+from app.web import mount_web
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     app.include_router(api_router)
+    mount_web(app)
     # Added innermost first: the metrics middleware is outermost, so 413s are counted too.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:

@@ -8,19 +8,9 @@ import time
 
 import httpx
 import uvicorn
-from fastapi import FastAPI
 
 from app.core.config import Settings
 from app.main import create_app
-from app.web import mount_web
-
-
-def web_app(settings: Settings) -> FastAPI:
-    app = create_app(settings)
-    # Mount the page here only while app.main does not do it yet; afterwards a no-op.
-    if not any(getattr(route, "path", None) == "/" for route in app.routes):
-        mount_web(app)
-    return app
 
 
 class WebServer:
@@ -29,7 +19,7 @@ class WebServer:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         config = uvicorn.Config(
-            web_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
+            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
