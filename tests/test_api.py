@@ -10,8 +10,6 @@ product (39) plus product 500, whose seller text tries a prompt injection.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,14 +17,13 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.core.catalog import COLUMN_NAMES
 from app.core.config import ROOT, Settings
-from app.main import create_app
 from spark_jobs.create_table import create_table
 from spark_jobs.upsert_products import upsert_rows
+from tests.live_server import ServerThread
 from tests.openai_stub import Answer, Fail, OpenAIStub, Slow
 from tests.synctools import make_harness
 
@@ -54,34 +51,6 @@ def catalog() -> list[dict[str, Any]]:
         }
     )
     return [{k: r.get(k, 1) for k in COLUMN_NAMES} for r in rows]
-
-
-class ServerThread:
-    """uvicorn serving an app on a free local port, in a thread of the test process."""
-
-    def __init__(self, settings: Settings) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        config = uvicorn.Config(
-            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 120
-        while not self.server.started:
-            assert self.thread.is_alive(), "server failed to start"
-            assert time.monotonic() < deadline, "server did not start in 120 s"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
 
 
 @dataclass

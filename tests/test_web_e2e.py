@@ -35,8 +35,8 @@ from app.core.catalog import COLUMN_NAMES
 from app.core.config import ROOT, Settings
 from spark_jobs.create_table import create_table
 from spark_jobs.upsert_products import upsert_rows
+from tests.live_server import ServerThread, wait_ready
 from tests.openai_stub import Fail, OpenAIStub
-from tests.web_e2e.server import WebServer, wait_ready
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -108,7 +108,7 @@ def site(
         llm_max_retries=0,
         cors_origins=[],
     )
-    with WebServer(settings) as server:
+    with ServerThread(settings) as server:
         wait_ready(server.url, 120)
         yield server.url
 

@@ -1,4 +1,4 @@
-"""The real app with the shopper page, served by uvicorn on a free port in a thread."""
+"""The real app served by uvicorn on a free local port, in a thread of the test process."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from app.core.config import Settings
 from app.main import create_app
 
 
-class WebServer:
+class ServerThread:
     def __init__(self, settings: Settings) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -25,7 +25,7 @@ class WebServer:
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> WebServer:
+    def __enter__(self) -> ServerThread:
         self.thread.start()
         deadline = time.monotonic() + 120
         while not self.server.started:
