@@ -30,6 +30,10 @@ logger = logging.getLogger(__name__)
 
 # Products handled per embed/upsert round; also the progress granularity.
 PRODUCT_BATCH = 512
+# After a bulk load this large, build the search index (HNSW) before declaring the cycle
+# done: exact search over 200k points is ~2-10x slower, and the first cycle is the one
+# /ready waits for anyway. Smaller loads are searched exactly, which is fast enough.
+OPTIMIZE_AFTER_EMBEDDED = 20_000
 
 
 class SyncEngine:
@@ -110,6 +114,8 @@ class SyncEngine:
         reason = self._needs_full(cp, table, full)
         if reason:
             report = self._full(table, end, reason, bootstrap=cp is None)
+            if report.embedded >= OPTIMIZE_AFTER_EMBEDDED:
+                self.store.optimize()
         elif cp is None or end is None or end <= cp.completed:
             report = CycleReport("noop", cp.completed if cp else None, end)
         else:
