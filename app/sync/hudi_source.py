@@ -67,10 +67,9 @@ def storage_options(settings: Settings) -> dict[str, str]:
         return {}
     opts = {"aws_region": settings.aws_region}
     if settings.aws_endpoint_url:
+        # object_store keeps its default path-style addressing (endpoint/bucket/key), the
+        # style local S3-compatible servers serve and the one s3a is set to.
         opts["aws_endpoint"] = settings.aws_endpoint_url
-        # object_store otherwise addresses bucket.host (virtual-hosted style), which local
-        # S3-compatible servers do not serve; path style is also what s3a is set to.
-        opts["aws_virtual_hosted_style_request"] = "false"
     if _plain_http(settings):
         opts["aws_allow_http"] = "true"
     if settings.aws_access_key_id and settings.aws_secret_access_key:
