@@ -25,15 +25,7 @@ from app.llm import (
 from app.llm.extractive import NO_MATCH_MESSAGE, extractive_recommendation
 from app.llm.grounding import referenced_ids
 from app.llm.prompt import SYSTEM_PROMPT
-from tests.openai_stub import (  # noqa: F401 (fixtures, until conftest.py imports them)
-    Answer,
-    Echo,
-    Fail,
-    OpenAIStub,
-    Slow,
-    openai_stub_fixture,
-    openai_stub_server_fixture,
-)
+from tests.openai_stub import Answer, Echo, Fail, OpenAIStub, Slow
 
 TIMEOUT = 1.0
 BUDGET = TIMEOUT * 2  # timeout × (retries + 1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -70,7 +70,6 @@ class SyncTotals:
     last_success_at: float | None = None
     checkpoint: str | None = None
     table_latest: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def instant_seconds_between(older: str | None, newer: str | None) -> float:
