@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 def chunk_body(text: str) -> str:
-    """A chunk's text without its "Name by Brand (category)" header line.
+    """A chunk's text without its header line (the product name).
 
     Header-only chunks (products without a description) keep the header: it is all there is.
     """

@@ -1,7 +1,7 @@
 """Turn a product row into self-contained chunks, sized in the embedding model's tokens.
 
-Each chunk carries the product's name/brand/category header so it stands on its own in
-retrieval; only the description is split. Price is deliberately *not* in the chunk text:
+Each chunk starts with the product's name so it stands on its own in retrieval; only the
+description is split. Price is deliberately *not* in the chunk text:
 a price-only update must not change any chunk, so it embeds nothing.
 """
 
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 # Fixed namespace so point ids are stable across processes and machines.
 _POINT_NAMESPACE = uuid.UUID("6f1c1f0e-8a55-4f3a-9a63-3d0f1c2b7e11")
+# Bump when the chunk text's composition changes: every id changes, so a full resync.
+CHUNK_FORMAT = "v2-name-header"
 # Smallest room left for description text once the header is counted.
 _MIN_BODY_TOKENS = 32
 
@@ -68,7 +70,7 @@ class ProductChunker:
     @property
     def signature(self) -> str:
         """What, besides text, decides a chunk's content: changing it needs a full resync."""
-        return f"{self._model_id}|{self.max_tokens}|{self.overlap_tokens}"
+        return f"{CHUNK_FORMAT}|{self._model_id}|{self.max_tokens}|{self.overlap_tokens}"
 
     def _splitter(self, capacity: int) -> TextSplitter:
         # The header length varies per product; splitters are cheap but not free to build.
@@ -82,12 +84,10 @@ class ProductChunker:
         return splitter
 
     def header(self, product: Product) -> str:
-        parts = [product.name]
-        if product.brand:
-            parts.append(f"by {product.brand}")
-        if product.category:
-            parts.append(f"({product.category})")
-        return " ".join(parts)
+        # The name alone: measured with `python -m app.eval`, adding brand and/or category
+        # to every chunk lowered nDCG@10 on the labelled set (0.942-0.949 vs 0.952); they
+        # stay in the payload for filters and display.
+        return product.name
 
     def chunk(self, product: Product) -> list[ProductChunk]:
         header = self.header(product)
