@@ -10,9 +10,11 @@ from prometheus_client import CollectorRegistry
 
 from app.core.config import Settings
 from app.embedding import Embedder, load_embedder
+from app.embedding.onnx_query import build_onnx_query_encoder
 from app.llm import Generator, build_generator
 from app.metrics import sync_registry
 from app.retrieval import Retriever
+from app.retrieval.retriever import QueryEncoder
 from app.store import VectorStore, open_store
 from app.sync.engine import SyncEngine
 from app.sync.runner import SyncRunner
@@ -45,6 +47,14 @@ class Services:
         await asyncio.to_thread(self.store.close)
 
 
+def _query_encoder(settings: Settings, embedder: Embedder) -> QueryEncoder:
+    if settings.query_encoder == "onnx":
+        encoder = build_onnx_query_encoder(embedder, settings.model_cache_dir)
+        if encoder is not None:
+            return encoder
+    return embedder
+
+
 def build_services(settings: Settings) -> Services:
     """Open the store, load the model and build the engine (blocking; seconds).
 
@@ -70,7 +80,7 @@ def build_services(settings: Settings) -> Services:
         store=store,
         embedder=embedder,
         engine=engine,
-        retriever=Retriever(embedder, store, settings),
+        retriever=Retriever(_query_encoder(settings, embedder), store, settings),
         generator=build_generator(settings),
         runner=runner,
         metrics_registry=sync_registry(engine),

@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     embedding_model: str = ""
     embedding_batch_size: int = Field(32, ge=1, le=1024)
     embedding_device: str = "cpu"
+    # "onnx": queries go through an ONNX Runtime export of the same model (~5x faster on
+    # CPU, same vectors; falls back to torch if the export is not possible).
+    query_encoder: Literal["onnx", "torch"] = "onnx"
+    model_cache_dir: str = str(ROOT / "data" / "models")
     max_chunk_tokens: int = Field(200, ge=16, le=510)
     chunk_overlap_tokens: int = Field(20, ge=0, le=200)
 

@@ -9,9 +9,10 @@ measured that against a whole-text dense baseline on the labelled demo set.
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 from app.core.config import Settings
-from app.embedding import Embedder
+from app.embedding.model import Vectors
 from app.llm.types import RetrievedProduct
 from app.store.base import ProductHit, SearchFilter, VectorStore
 
@@ -41,14 +42,19 @@ def to_retrieved(hit: ProductHit) -> RetrievedProduct:
     )
 
 
+class QueryEncoder(Protocol):
+    def embed(self, texts: list[str]) -> Vectors: ...
+
+
 class Retriever:
     """Args:
-    embedder: the model the chunks were embedded with.
+    embedder: the model the chunks were embedded with, or an encoder giving the same
+        vectors faster (app.embedding.onnx_query).
     store: the vector store the sync writes.
     settings: threshold and chunks-per-product come from here.
     """
 
-    def __init__(self, embedder: Embedder, store: VectorStore, settings: Settings) -> None:
+    def __init__(self, embedder: QueryEncoder, store: VectorStore, settings: Settings) -> None:
         self.embedder = embedder
         self.store = store
         self.similarity_threshold = settings.similarity_threshold
