@@ -248,6 +248,11 @@ def main() -> int:
             drive(url, phases["unfiltered"], args.clients, 64)  # warm-up
             for label, bodies in phases.items():
                 report(label, *drive(url, bodies, args.clients, args.requests))
+            # One client: the latency of a request with no queue in front of it.
+            single = min(args.requests, 300)
+            print(f"\nservice POST /search, 1 client, {single} requests per phase")
+            for label, bodies in phases.items():
+                report(label, *drive(url, bodies, 1, single))
         finally:
             proc.terminate()
             proc.wait(30)
@@ -262,7 +267,7 @@ def main() -> int:
         cats = np.repeat(np.array([r["category"] for r in rows]), CHUNKS_PER_PRODUCT)
         prices = np.repeat(np.array([r["price"] for r in rows]), CHUNKS_PER_PRODUCT)
         print(
-            f"\nin-process, 1 client: query embedding {embed_ms:.2f} ms "
+            f"\nin-process, 1 client: torch query embedding {embed_ms:.2f} ms "
             "(included in the service figures)"
         )
         for label, use_filter in (("numpy unfiltered", False), ("numpy filtered", True)):
