@@ -268,7 +268,7 @@ def main() -> int:
         prices = np.repeat(np.array([r["price"] for r in rows]), CHUNKS_PER_PRODUCT)
         print(
             f"\nin-process, 1 client: torch query embedding {embed_ms:.2f} ms "
-            "(included in the service figures)"
+            "(for reference: the service embeds queries with the ONNX export by default)"
         )
         for label, use_filter in (("numpy unfiltered", False), ("numpy filtered", True)):
             lat = []
