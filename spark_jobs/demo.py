@@ -35,6 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     path = normalize_table_path(args.table_path or settings.hudi_table_path)
 
+    # The common case for ./uvicorn.sh (second start onwards) must not pay a JVM start.
+    if not args.changes and "://" not in path and (Path(path) / ".hoodie").is_dir():
+        print(f"table exists at {path}")
+        return 0
+
     def job() -> None:
         spark = get_spark(settings, app_name="demo")
         if args.changes:
