@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from prometheus_client import Counter
 
@@ -17,17 +17,7 @@ LLMOutcome = Literal[
     "api_error",
     "unexpected_error",
 ]
-LLM_OUTCOMES: tuple[LLMOutcome, ...] = (
-    "ok",
-    "empty",
-    "ungrounded",
-    "timeout",
-    "rate_limited",
-    "server_error",
-    "connection_error",
-    "api_error",
-    "unexpected_error",
-)
+LLM_OUTCOMES: tuple[LLMOutcome, ...] = get_args(LLMOutcome)
 
 LLM_REQUESTS = Counter(
     "llm_requests",
