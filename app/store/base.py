@@ -129,8 +129,14 @@ class VectorStore(Protocol):
         """All chunks of the given products, ordered by id."""
         ...
 
-    def iter_chunks(self, batch: int = 2048) -> Iterator[StoredChunk]:
-        """Every chunk in the store, ordered by id, fetched `batch` at a time."""
+    def iter_chunks(
+        self, batch: int = 2048, fields: Sequence[str] | None = None
+    ) -> Iterator[StoredChunk]:
+        """Every chunk in the store, ordered by id, fetched `batch` at a time.
+
+        `fields` limits the payload returned (e.g. just product_id for a key reconciliation:
+        200k chunk texts are ~200 MB to scroll through for nothing).
+        """
         ...
 
     def count(self) -> int: ...

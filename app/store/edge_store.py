@@ -189,12 +189,15 @@ class EdgeStore:
             self._update("set_payload", *ops)
 
     # --- reads ---------------------------------------------------------------------
-    def _scroll(self, flt: qe.Filter | None, batch: int) -> Iterator[StoredChunk]:
+    def _scroll(
+        self, flt: qe.Filter | None, batch: int, fields: Sequence[str] | None = None
+    ) -> Iterator[StoredChunk]:
         shard = self._require()
         offset: qe.PointId | None = None
+        payload: Any = True if fields is None else qe.PayloadSelector.Include(list(fields))
         while True:
             request = qe.ScrollRequest(
-                offset=offset, limit=batch, filter=flt, with_payload=True, with_vector=False
+                offset=offset, limit=batch, filter=flt, with_payload=payload, with_vector=False
             )
             records, offset = self._call("scroll", shard.scroll, request)
             for record in records:
@@ -207,8 +210,10 @@ class EdgeStore:
             return []
         return list(self._scroll(_product_filter(product_ids), 2048))
 
-    def iter_chunks(self, batch: int = 2048) -> Iterator[StoredChunk]:
-        return self._scroll(None, batch)
+    def iter_chunks(
+        self, batch: int = 2048, fields: Sequence[str] | None = None
+    ) -> Iterator[StoredChunk]:
+        return self._scroll(None, batch, fields)
 
     def count(self) -> int:
         shard = self._require()

@@ -192,8 +192,11 @@ class QdrantClientStore:
             )
 
     # --- reads ---------------------------------------------------------------------
-    def _scroll(self, flt: models.Filter | None, batch: int) -> Iterator[StoredChunk]:
+    def _scroll(
+        self, flt: models.Filter | None, batch: int, fields: Sequence[str] | None = None
+    ) -> Iterator[StoredChunk]:
         offset: models.ExtendedPointId | None = None
+        payload: bool | list[str] = True if fields is None else list(fields)
         while True:
             records, offset = self._call(
                 "scroll",
@@ -202,7 +205,7 @@ class QdrantClientStore:
                 scroll_filter=flt,
                 limit=batch,
                 offset=offset,
-                with_payload=True,
+                with_payload=payload,
                 with_vectors=False,
             )
             for record in records:
@@ -215,8 +218,10 @@ class QdrantClientStore:
             return []
         return list(self._scroll(_product_filter(product_ids), 2048))
 
-    def iter_chunks(self, batch: int = 2048) -> Iterator[StoredChunk]:
-        return self._scroll(None, batch)
+    def iter_chunks(
+        self, batch: int = 2048, fields: Sequence[str] | None = None
+    ) -> Iterator[StoredChunk]:
+        return self._scroll(None, batch, fields)
 
     def count(self) -> int:
         return int(self._call("count", self._client.count, self._collection, exact=True).count)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from app.core.config import Settings
 from app.embedding import Embedder
-from app.store.base import VectorStore
+from app.store.base import GROUP_FIELD, VectorStore
 from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
 from app.sync.chunking import ProductChunker
 from app.sync.hudi_source import REMOVAL_OPERATIONS, TableSnapshot
@@ -206,7 +206,7 @@ class SyncEngine:
             report.key_reconciliation = True
             report.reason = f"key reconciliation after {', '.join(removals)}"
             keys = table.read_keys()
-            stored = group_by_product(self.store.iter_chunks())
+            stored = group_by_product(self.store.iter_chunks(fields=[GROUP_FIELD]))
             gone = [pid for pid in stored if pid not in keys]
             if gone:
                 self.store.delete_products(gone)
