@@ -17,11 +17,14 @@ fi
 if [ ! -x "$VENV/bin/uv" ]; then
   "$VENV/bin/pip" install -q "uv>=0.4,<1"
 fi
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+# Exactly the versions in requirements.lock (made by scripts/lock.sh from pyproject.toml's
+# ranges), then the project itself without resolving anything again.
+want=$(cat pyproject.toml requirements.lock | sha256sum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
-  log "installing Python dependencies (first run: ~1-3 min, ~4 GB with torch)"
+  log "installing Python dependencies from requirements.lock (first run: ~1-3 min, ~4 GB with torch)"
   start=$SECONDS
-  "$VENV/bin/uv" pip install --python "$VENV/bin/python" -q -e ".[spark,dev]"
+  "$VENV/bin/uv" pip install --python "$VENV/bin/python" -q -r requirements.lock
+  "$VENV/bin/uv" pip install --python "$VENV/bin/python" -q --no-deps -e .
   echo "$want" > "$STAMP"
   log "Python dependencies installed in $((SECONDS - start)) s"
 fi
