@@ -7,7 +7,10 @@
 
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
+    DATA_DIR=/data
+# Everything the service writes (table, index, ONNX cache, lock) goes under DATA_DIR: /srv
+# (the code) is not writable for the non-root user.
 WORKDIR /srv
 # torch from PyPI brings CUDA wheels (~4 GB); the CPU index keeps the image small where
 # it is reachable. Set TORCH_INDEX_URL= (empty) to use PyPI only.
@@ -26,7 +29,6 @@ COPY data/demo ./data/demo
 USER app
 # Hudi bundle (+ s3a jars) into ~app/.m2, where spark_jobs/session.py looks for them.
 RUN ./scripts/fetch_jars.sh
-ENV HUDI_TABLE_PATH=/data/tables/products QUARANTINE_DIR=/data/quarantine
 # Default: build the demo table if missing. Any job: `docker compose run spark python -m
 # spark_jobs.upsert_products --input /data/in/products.jsonl`.
 CMD ["python", "-m", "spark_jobs.demo"]
@@ -34,8 +36,7 @@ CMD ["python", "-m", "spark_jobs.demo"]
 FROM base AS api
 RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} .
 USER app
-ENV HOST=0.0.0.0 PORT=8000 HUDI_TABLE_PATH=/data/tables/products \
-    QDRANT_PATH=/data/qdrant SYNC_LOCK_DIR=/data
+ENV HOST=0.0.0.0 PORT=8000
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=120s \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health')"

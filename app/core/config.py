@@ -9,10 +9,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ROOT = Path(__file__).resolve().parents[2]
+# Everything the service and the jobs write lives under one folder (DATA_DIR). The default is
+# the checkout's data/ for the demo; an image sets DATA_DIR to a volume its user can write:
+# paths derived from the source tree are read-only for a non-root user in a container.
+DEFAULT_DATA_DIR = ROOT / "data"
 
 HUDI_SPARK_BUNDLE = "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.1.1"
 
@@ -20,8 +24,11 @@ HUDI_SPARK_BUNDLE = "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.1.1"
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", case_sensitive=False)
 
+    # The parent of every default path below; each can still be set on its own.
+    data_dir: str = str(DEFAULT_DATA_DIR)
+
     # --- the table -------------------------------------------------------------------
-    hudi_table_path: str = str(ROOT / "data" / "tables" / "products")
+    hudi_table_path: str = ""  # default: $DATA_DIR/tables/products
     # Object storage (s3:// tables): used by hudi-rs and by Spark's s3a.
     aws_endpoint_url: str | None = None
     aws_region: str = "us-east-1"
@@ -34,13 +41,13 @@ class Settings(BaseSettings):
     hudi_spark_bundle: str = HUDI_SPARK_BUNDLE
     # A local jar wins over --packages (./test.sh and ./uvicorn.sh fetch it with Maven).
     hudi_spark_jar: str | None = None
-    quarantine_dir: str = str(ROOT / "data" / "quarantine")
+    quarantine_dir: str = ""  # default: $DATA_DIR/quarantine
 
     # --- vector store ---------------------------------------------------------------
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
     # A folder for the embedded engine, or ":memory:" (qdrant-client local mode; tests).
-    qdrant_path: str = str(ROOT / "data" / "qdrant")
+    qdrant_path: str = ""  # default: $DATA_DIR/qdrant
     qdrant_collection: str = "products"
 
     # --- chunk + embed ------------------------------------------------------------
@@ -52,7 +59,7 @@ class Settings(BaseSettings):
     # "onnx": queries go through an ONNX Runtime export of the same model (~5x faster on
     # CPU, same vectors; falls back to torch if the export is not possible).
     query_encoder: Literal["onnx", "torch"] = "onnx"
-    model_cache_dir: str = str(ROOT / "data" / "models")
+    model_cache_dir: str = ""  # default: $DATA_DIR/models
     max_chunk_tokens: int = Field(200, ge=16, le=510)
     chunk_overlap_tokens: int = Field(20, ge=0, le=200)
 
@@ -60,7 +67,7 @@ class Settings(BaseSettings):
     sync_mode: Literal["embedded", "off"] = "embedded"
     sync_interval_seconds: float = Field(30.0, ge=0.5)
     # Where the cross-process sync lock lives (share it between syncer containers).
-    sync_lock_dir: str = str(ROOT / "data")
+    sync_lock_dir: str = ""  # default: $DATA_DIR
 
     # --- retrieval ----------------------------------------------------------------------
     vector_search_top_k: int = Field(5, ge=1, le=50)
@@ -81,6 +88,21 @@ class Settings(BaseSettings):
     api_key: SecretStr | None = None
     cors_origins: Annotated[list[str], NoDecode] = []
     log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _paths_under_data_dir(self) -> Settings:
+        data = Path(self.data_dir)
+        defaults = {
+            "hudi_table_path": data / "tables" / "products",
+            "quarantine_dir": data / "quarantine",
+            "qdrant_path": data / "qdrant",
+            "model_cache_dir": data / "models",
+            "sync_lock_dir": data,
+        }
+        for name, path in defaults.items():
+            if not getattr(self, name):
+                setattr(self, name, str(path))
+        return self
 
     @field_validator("cors_origins", mode="before")
     @classmethod
