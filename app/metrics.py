@@ -74,6 +74,11 @@ class SyncCollector(Collector):
         self.engine = engine
 
     def collect(self) -> Iterator[Metric]:
+        try:
+            # Lag from the table itself, also when another process syncs (SYNC_MODE=off).
+            self.engine.observe()
+        except Exception:  # a scrape must not fail on an unreadable table or store
+            logger.warning("cannot read the table's latest commit for /metrics", exc_info=True)
         t = self.engine.totals
         counters = {
             "sync_cycles": ("Completed sync cycles (noop cycles included).", t.cycles),

@@ -89,6 +89,7 @@ class EdgeStore:
         self._path = Path(path)
         self._collection = collection
         self._shard: qe.EdgeShard | None = None
+        self._checked_dim: int | None = None
         if (self._path / _SHARD_MARKER).exists():
             started = time.perf_counter()
             self._shard = self._call("load", qe.EdgeShard.load, str(self._path))
@@ -133,11 +134,19 @@ class EdgeStore:
 
     # --- schema -------------------------------------------------------------------
     def ensure_collection(self, dim: int) -> None:
+        if self._shard is not None and self._checked_dim == dim:
+            return  # the open shard cannot be dropped under this process: checked once
         if self._shard is None:
             logger.info("creating edge shard %s (%d-d, cosine)", self._path, dim)
             vectors = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
             config = qe.EdgeConfig(vectors=vectors)
             self._path.mkdir(parents=True, exist_ok=True)
+            # A checkpoint left in the folder describes vectors that are gone: it must not
+            # outlive them (the next cycle bootstraps instead of resuming over nothing).
+            stale = self._path / STATE_FILE
+            if stale.exists():
+                logger.warning("dropping checkpoint %s: its shard is gone", stale)
+                stale.unlink()
             self._shard = self._call("create", qe.EdgeShard.create, str(self._path), config)
         else:
             # The engine exposes no vector config; a probe query of the wanted size fails
@@ -151,6 +160,7 @@ class EdgeStore:
         ]
         if ops:
             self._update("create_field_index", *ops)
+        self._checked_dim = dim
 
     # --- writes ---------------------------------------------------------------------
     def upsert(self, points: Sequence[ChunkPoint]) -> None:
@@ -288,6 +298,7 @@ class EdgeStore:
 
     def close(self) -> None:
         shard, self._shard = self._shard, None
+        self._checked_dim = None
         if shard is not None:
             self._call("flush", shard.flush)
             self._call("close", shard.close)

@@ -1,12 +1,21 @@
 """VectorStore on qdrant-client: a Qdrant server (`url=`) or the in-process local mode.
 
-The sync checkpoint lives in a one-point companion collection `<name>__state`, so it
-shares the vectors' lifetime: gone with an in-memory client, kept by a server.
+The sync checkpoint lives in the collection's own metadata (`sync_state`), so it has the
+vectors' lifetime exactly: dropping the collection drops it, an in-memory client loses
+both, a server keeps both. (A companion collection outlived a dropped products collection,
+and the next cycle resumed over an empty store.) Collection metadata needs Qdrant 1.16+.
+
+qdrant-client's local mode has no locking of its own: a search while the sync writes fails
+intermittently (numpy arrays resized under the reader). Every local call is serialised
+here; a server does its own concurrency.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -40,7 +49,7 @@ _SCHEMAS = {
     "keyword": models.PayloadSchemaType.KEYWORD,
     "float": models.PayloadSchemaType.FLOAT,
 }
-_STATE_POINT_ID = 1
+_STATE_KEY = "sync_state"
 # Keeps a remote upsert request well under the server's 32 MB body limit at 384-d.
 _UPSERT_BATCH = 512
 
@@ -97,14 +106,18 @@ class QdrantClientStore:
     ) -> None:
         self._client = client
         self._collection = collection
-        self._state_collection = f"{collection}__state"
         self._local = local
+        # RLock: a scroll or grouped search makes nested calls through `_call`.
+        self._guard: contextlib.AbstractContextManager[Any] = (
+            threading.RLock() if local else contextlib.nullcontext()
+        )
         self._backend = "qdrant-local" if local else "qdrant-remote"
         self._native_groups = not local if native_groups is None else native_groups
 
     def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            return fn(*args, **kwargs)
+            with self._guard:
+                return fn(*args, **kwargs)
         except StoreError:
             raise
         except Exception as e:  # qdrant-client raises ValueError/KeyError/HTTP errors alike
@@ -311,20 +324,24 @@ class QdrantClientStore:
 
     # --- checkpoint -------------------------------------------------------------------
     def load_state(self) -> dict[str, Any] | None:
-        name = self._state_collection
-        if not self._call("collection_exists", self._client.collection_exists, name):
+        name, client = self._collection, self._client
+        if not self._call("collection_exists", client.collection_exists, name):
             return None
-        records = self._call("load_state", self._client.retrieve, name, [_STATE_POINT_ID])
-        state = records[0].payload.get("state") if records and records[0].payload else None
-        return dict(state) if isinstance(state, dict) else None
+        info = self._call("get_collection", client.get_collection, name)
+        raw = (info.config.metadata or {}).get(_STATE_KEY)
+        if not isinstance(raw, str):
+            return None
+        state = json.loads(raw)
+        return state if isinstance(state, dict) else None
 
     def save_state(self, state: dict[str, Any]) -> None:
-        name = self._state_collection
-        if not self._call("collection_exists", self._client.collection_exists, name):
-            # No vectors: the checkpoint is pure payload.
-            self._call("create state collection", self._client.create_collection, name, {})
-        point = models.PointStruct(id=_STATE_POINT_ID, vector={}, payload={"state": state})
-        self._call("save_state", self._client.upsert, name, [point], wait=True)
+        # One JSON string, not a nested object: metadata updates merge nested keys, and a
+        # checkpoint must be replaced whole. Writes above were all sent with wait=True, so
+        # this never runs ahead of the vectors.
+        metadata = {_STATE_KEY: json.dumps(state, sort_keys=True)}
+        self._call(
+            "save_state", self._client.update_collection, self._collection, metadata=metadata
+        )
 
     def optimize(self) -> bool:
         # A server indexes in the background; local mode is brute force with nothing to build.

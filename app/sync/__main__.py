@@ -1,7 +1,8 @@
 """`python -m app.sync [--once | --loop | --verify | --full]`: the sync as its own process.
 
 --once    one cycle; prints `embedded N`, `skipped N`, `deleted N`
---loop    a cycle every SYNC_INTERVAL_SECONDS until interrupted
+--loop    a cycle every SYNC_INTERVAL_SECONDS until interrupted; any failed cycle is
+          logged and retried with backoff (app/sync/backoff.py), never fatal
 --full    one cycle that reconciles the whole table (re-embeds only what changed)
 --verify  check the mirror invariant; prints `missing N`, `stale N`, `extra N`; exit 1 if any
 
@@ -20,6 +21,7 @@ from app.core.config import get_settings
 from app.core.logging import configure_logging
 from app.embedding import load_embedder
 from app.store import StoreError, open_store
+from app.sync.backoff import Backoff, describe
 from app.sync.engine import SyncEngine
 from app.sync.hudi_source import TableReadError
 from app.sync.lock import SyncBusyError
@@ -78,17 +80,28 @@ def main(argv: list[str] | None = None) -> int:
 
 def _loop(engine: SyncEngine, interval: float) -> int:
     logger.info("sync loop every %.1fs", interval)
+    backoff = Backoff(interval)
     try:
         while True:
             try:
                 engine.run_cycle()
+                delay = backoff.success()
             except SyncBusyError as e:
                 # The second syncer waits its turn instead of writing alongside.
-                logger.warning("%s; retrying in %.0fs", e, interval)
-            except (StoreError, TableReadError) as e:
-                # A transient failure (table mid-write, server blip): retried next tick.
-                logger.error("sync cycle failed: %s", e)
-            time.sleep(interval)
+                delay = backoff.success()
+                logger.warning("%s; retrying in %.0fs", e, delay)
+            except Exception as e:
+                # Whatever it is (a commit file gone mid-read, an S3 throttle, a store
+                # restart), the next cycle may well succeed: log what failed and back off.
+                delay = backoff.failure()
+                logger.error(
+                    "sync cycle failed (%s); retry %d in %.0fs",
+                    describe(e),
+                    backoff.failures,
+                    delay,
+                    exc_info=e,
+                )
+            time.sleep(delay)
     except KeyboardInterrupt:
         return 0
 

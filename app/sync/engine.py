@@ -6,6 +6,11 @@ exactly the chunks of the table snapshot at C (0 missing, 0 stale, 0 extra).
 Crash safety comes from ordering and idempotence, not transactions: vectors are written
 and acknowledged before the checkpoint moves; chunk ids are keyed by content, so replaying
 a window after a crash re-embeds only what did not land and deletes what is stale.
+
+A cycle makes one pass in this order: the window's commit metadata, then removals (key
+reconciliation, when any commit removed rows), then the changed rows. The whole table is
+only ever read as a streamed snapshot (bootstrap, full cycles, key sets): an incremental
+read from "0" misses every archived commit.
 """
 
 from __future__ import annotations
@@ -14,14 +19,15 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+from app.core.catalog import Product
 from app.core.config import Settings
 from app.embedding import Embedder
 from app.store.base import GROUP_FIELD, VectorStore
 from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
 from app.sync.chunking import ProductChunker
-from app.sync.hudi_source import REMOVAL_OPERATIONS, TableSnapshot
+from app.sync.hudi_source import TableSnapshot
 from app.sync.lock import SyncLock
 from app.sync.progress import Progress
 from app.sync.state import CycleMode, CycleReport, SyncCheckpoint, SyncTotals
@@ -30,10 +36,18 @@ logger = logging.getLogger(__name__)
 
 # Products handled per embed/upsert round; also the progress granularity.
 PRODUCT_BATCH = 512
-# After a bulk load this large, build the search index (HNSW) before declaring the cycle
-# done: exact search over 200k points is ~2-10x slower, and the first cycle is the one
-# /ready waits for anyway. Smaller loads are searched exactly, which is fast enough.
-OPTIMIZE_AFTER_EMBEDDED = 20_000
+# Once this many points were written since the search index (HNSW) was last built, build
+# it before declaring the cycle done. Counted across cycles (in the checkpoint), so a
+# catalog that grows by increments gets indexed too, not only one that bootstraps big.
+OPTIMIZE_AFTER_UNINDEXED = 20_000
+
+
+class CycleInProgressError(Exception):
+    """A cycle is already running in this process; the caller asked not to wait for it."""
+
+
+class CycleCancelledError(Exception):
+    """The cycle stopped between batches because shutdown was requested (no checkpoint)."""
 
 
 class SyncEngine:
@@ -61,9 +75,19 @@ class SyncEngine:
         self._cycle_lock = threading.Lock()
         # ... and across processes (an API with SYNC_MODE=embedded vs `app.sync --loop`).
         self._process_lock = SyncLock.for_settings(settings)
+        self._stop = threading.Event()
+        self._observed_at = 0.0
         store.ensure_collection(embedder.dim)
         cp = self.checkpoint()
         self.totals.checkpoint = cp.completed if cp else None
+
+    @property
+    def running(self) -> bool:
+        return self._cycle_lock.locked()
+
+    def request_stop(self) -> None:
+        """Make a running cycle stop at its next batch boundary (shutdown)."""
+        self._stop.set()
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait for a running cycle to finish (shutdown must not close the store under it)."""
@@ -75,16 +99,41 @@ class SyncEngine:
     def checkpoint(self) -> SyncCheckpoint | None:
         return SyncCheckpoint.from_dict(self.store.load_state())
 
-    def run_cycle(self, *, full: bool = False) -> CycleReport:
-        with self._cycle_lock, self._held():
-            try:
-                report = self._cycle(full=full)
-            except Exception as e:
-                self.totals.failures += 1
-                self.totals.last_error = f"{type(e).__name__}: {e}"
-                raise
-            self._record(report)
-            return report
+    def observe(self, *, max_age: float = 5.0) -> None:
+        """Refresh the checkpoint and the table's latest commit in `totals` without syncing.
+
+        For a process that does not sync (SYNC_MODE=off): its status and lag must still
+        come from the table and the store, not from cycles it never runs.
+        """
+        if self.running or time.monotonic() - self._observed_at < max_age:
+            return
+        self._observed_at = time.monotonic()
+        latest = self._open_table(self.settings).latest
+        cp = self.checkpoint()
+        self.totals.table_latest = latest.completed if latest else None
+        self.totals.checkpoint = cp.completed if cp else None
+
+    def run_cycle(self, *, full: bool = False, wait: bool = True) -> CycleReport:
+        """Run one cycle.
+
+        Raises:
+            CycleInProgressError: `wait=False` and a cycle is already running here.
+            SyncBusyError: another process holds the sync lock of this collection.
+        """
+        if not self._cycle_lock.acquire(blocking=wait):
+            raise CycleInProgressError("a sync cycle is already running")
+        try:
+            with self._held():
+                try:
+                    report = self._cycle(full=full)
+                except Exception as e:
+                    self.totals.failures += 1
+                    self.totals.last_error = f"{type(e).__name__}: {e}"
+                    raise
+                self._record(report)
+                return report
+        finally:
+            self._cycle_lock.release()
 
     def _held(self) -> contextlib.AbstractContextManager[None]:
         return self._process_lock.hold() if self._process_lock else contextlib.nullcontext()
@@ -108,26 +157,34 @@ class SyncEngine:
         table = self._open_table(self.settings)
         latest = table.latest
         self.totals.table_latest = latest.completed if latest else None
+        # Recreates a collection dropped under a running service; its checkpoint went with
+        # it (same lifetime), so the check below turns this cycle into a bootstrap.
+        self.store.ensure_collection(self.embedder.dim)
         cp = self.checkpoint()
         end = latest.completed if latest else None
 
         reason = self._needs_full(cp, table, full)
         if reason:
             report = self._full(table, end, reason, bootstrap=cp is None)
-            if report.embedded >= OPTIMIZE_AFTER_EMBEDDED:
-                self.store.optimize()
         elif cp is None or end is None or end <= cp.completed:
             report = CycleReport("noop", cp.completed if cp else None, end)
         else:
             report = self._incremental(table, cp.completed, end)
 
         if latest is not None and report.mode != "noop":
+            unindexed = (cp.unindexed if cp else 0) + report.embedded
+            if unindexed >= OPTIMIZE_AFTER_UNINDEXED:
+                report.optimized = True
+                self.store.optimize()
+                unindexed = 0
             self.store.save_state(
                 SyncCheckpoint(
                     completed=latest.completed,
                     requested=latest.requested,
                     table_path=self.settings.hudi_table_path,
                     signature=self.chunker.signature,
+                    chunks=self.store.count(),
+                    unindexed=unindexed,
                 ).to_dict()
             )
         report.seconds = time.monotonic() - started
@@ -152,6 +209,10 @@ class SyncEngine:
             return "requested"
         if cp is None:
             return "no checkpoint: bootstrap"
+        if cp.chunks > 0 and self.store.count() == 0:
+            # The vectors are gone but their checkpoint survived (a dropped collection on a
+            # server, a wiped shard folder): resuming would leave an empty store "in sync".
+            return f"store is empty but its checkpoint recorded {cp.chunks} chunks"
         if table.latest is None:
             # An empty (or freshly re-created) table mirrors to an empty store.
             return "" if self.store.count() == 0 else "table has no commits"
@@ -168,50 +229,65 @@ class SyncEngine:
     def _full(
         self, table: TableSnapshot, end: str | None, reason: str, *, bootstrap: bool
     ) -> CycleReport:
+        """Reconcile the store with the table's snapshot, streamed: removals first."""
         mode: CycleMode = "bootstrap" if bootstrap else "full"
         logger.info("sync %s: %s", mode, reason)
         report = CycleReport(mode, "0", end, reason=reason)
-        existing = group_by_product(self.store.iter_chunks())
-        seen: set[int] = set()
         totals = ApplyCounts()
-        if end is not None:
-            rows = table.read_window("0", end)
-            report.rows = rows.num_rows
-            progress = Progress(logger, f"sync {mode}", rows.num_rows)
-            for batch in table.products(rows, PRODUCT_BATCH):
-                seen.update(p.id for p in batch)
-                totals.add(self.applier.apply(batch, existing))
-                progress.advance(len(batch))
-        gone = [pid for pid in existing if pid not in seen]
-        if gone:
-            self.store.delete_products(gone)
-            totals.deleted += sum(len(existing[pid]) for pid in gone)
+        stored = self._stored_product_ids()
+        keys = table.read_keys()
+        totals.deleted += self._delete_products(stored - keys)
+        progress = Progress(logger, f"sync {mode}", len(keys))
+        del keys  # a million ids are ~60 MB: not held through the embedding
+        for batch in table.snapshot(PRODUCT_BATCH):
+            self._check_stop()
+            report.rows += len(batch)
+            held = [p.id for p in batch if p.id in stored]
+            totals.add(self._apply(batch, held))
+            progress.advance(len(batch))
         return self._fill(report, totals)
 
     def _incremental(self, table: TableSnapshot, start: str, end: str) -> CycleReport:
         report = CycleReport("incremental", start, end)
         totals = ApplyCounts()
+        removals = table.changes(start, end).removals
+        if removals:
+            # Removed rows are not returned by the incremental read: compare keys instead,
+            # before any embedding, so a deleted product leaves search as early as possible.
+            report.key_reconciliation = True
+            report.reason = "key reconciliation after " + ", ".join(
+                c.describe() for c in removals[:3]
+            )
+            totals.deleted += self._delete_products(self._stored_product_ids() - table.read_keys())
         rows = table.read_window(start, end)
         report.rows = rows.num_rows
         progress = Progress(logger, "sync incremental", rows.num_rows)
         for batch in table.products(rows, PRODUCT_BATCH):
-            existing = group_by_product(self.store.chunks_for_products([p.id for p in batch]))
-            totals.add(self.applier.apply(batch, existing))
+            self._check_stop()
+            totals.add(self._apply(batch, [p.id for p in batch]))
             progress.advance(len(batch))
-
-        ops = table.operations(table.window(start, end))
-        removals = sorted(set(ops) & REMOVAL_OPERATIONS)
-        if removals:
-            # Deleted rows are not returned by the incremental read: compare keys instead.
-            report.key_reconciliation = True
-            report.reason = f"key reconciliation after {', '.join(removals)}"
-            keys = table.read_keys()
-            stored = group_by_product(self.store.iter_chunks(fields=[GROUP_FIELD]))
-            gone = [pid for pid in stored if pid not in keys]
-            if gone:
-                self.store.delete_products(gone)
-                totals.deleted += sum(len(stored[pid]) for pid in gone)
         return self._fill(report, totals)
+
+    def _apply(self, batch: list[Product], held: list[int]) -> ApplyCounts:
+        existing = group_by_product(self.store.chunks_for_products(held)) if held else {}
+        return self.applier.apply(batch, existing)
+
+    def _stored_product_ids(self) -> set[int]:
+        # Product ids only: chunk texts of a large store are hundreds of MB to scroll.
+        return {c.product_id for c in self.store.iter_chunks(batch=8192, fields=[GROUP_FIELD])}
+
+    def _delete_products(self, gone: Iterable[int]) -> int:
+        """Delete every chunk of `gone`; returns how many chunks that removed."""
+        ids = sorted(gone)
+        if not ids:
+            return 0
+        before = self.store.count()
+        self.store.delete_products(ids)
+        return before - self.store.count()
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise CycleCancelledError("sync cycle stopped for shutdown")
 
     @staticmethod
     def _fill(report: CycleReport, counts: ApplyCounts) -> CycleReport:

@@ -6,8 +6,13 @@ hudi 0.5.0 facts this module is built around (see DESIGN.md, "Facts verified"):
   timeline file names `.hoodie/timeline/<requested>_<completed>.<action>`;
 - a `HudiTable` caches its timeline when built, so each cycle builds a fresh one and pins
   `end` to the newest completion time *that table* can see;
-- deleted rows are not returned by latest-state incremental reads; the commit metadata's
-  `operationType` is how a window reveals that rows were removed.
+- deleted rows are not returned by latest-state incremental reads; the commit metadata
+  (`operationType`, and `numDeletes` in its write stats) is how a window reveals that rows
+  were removed: `MERGE INTO ... THEN DELETE` and upserts carrying `_hoodie_is_deleted`
+  commit as UPSERT with `numDeletes` > 0;
+- an incremental read from "0" is not the table once commits are archived (it sees the
+  active timeline only): the whole table is always read as a snapshot, streamed file
+  slice by file slice so memory stays flat as the table grows.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -39,6 +44,9 @@ REMOVAL_OPERATIONS = frozenset(
         "INSERT_OVERWRITE_TABLE",
     }
 )
+# Table services rewrite rows without changing them: their write stats may count deletes
+# that an earlier (delta)commit already made, so they are not removals of their own.
+_TABLE_SERVICES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
 
 
 class TableReadError(Exception):
@@ -54,6 +62,40 @@ class Instant:
     requested: str
     completed: str
     action: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    """What one commit's metadata says about the rows it changed."""
+
+    instant: Instant
+    operation: str
+    deletes: int  # sum of numDeletes over its write stats
+    replaced_file_groups: int  # partitionToReplaceFileIds (INSERT OVERWRITE, DELETE_PARTITION)
+
+    @property
+    def removes_rows(self) -> bool:
+        if self.operation in _TABLE_SERVICES:
+            return False
+        return (
+            self.operation in REMOVAL_OPERATIONS
+            or self.deletes > 0
+            or self.replaced_file_groups > 0
+        )
+
+    def describe(self) -> str:
+        return f"{self.operation}@{self.instant.completed} deletes={self.deletes}"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowChanges:
+    """The commits of a window `(start, end]`, read from their metadata before any row."""
+
+    commits: list[CommitInfo] = field(default_factory=list)
+
+    @property
+    def removals(self) -> list[CommitInfo]:
+        return [c for c in self.commits if c.removes_rows]
 
 
 def storage_options(settings: Settings) -> dict[str, str]:
@@ -160,21 +202,30 @@ class TableSnapshot:
     def window(self, start: str, end: str) -> list[Instant]:
         return [i for i in self.instants if start < i.completed <= end]
 
-    def operations(self, instants: list[Instant]) -> list[str]:
-        """Commit metadata's operationType per instant, e.g. UPSERT, DELETE."""
-        ops = []
-        for inst in instants:
-            obj = self._instant_objs.get(inst.requested)
-            if obj is None:
-                continue
+    def changes(self, start: str, end: str) -> WindowChanges:
+        """Every commit completed in `(start, end]` with the counts its metadata records."""
+        return WindowChanges([self._commit_info(i) for i in self.window(start, end)])
+
+    def _commit_info(self, inst: Instant) -> CommitInfo:
+        obj = self._instant_objs[inst.requested]
+        try:
             meta: dict[str, Any] = json.loads(self._timeline.get_instant_metadata_in_json(obj))
-            ops.append(str(meta.get("operationType") or "UNKNOWN"))
-        return ops
+        except Exception as e:  # a commit file archived or cleaned between listing and read
+            raise TableReadError(
+                f"cannot read commit metadata of {inst.requested}: {e}", table=self.path
+            ) from e
+        stats = meta.get("partitionToWriteStats") or {}
+        deletes = sum(
+            int(s.get("numDeletes") or 0) for per_partition in stats.values() for s in per_partition
+        )
+        replaced = sum(len(v) for v in (meta.get("partitionToReplaceFileIds") or {}).values())
+        return CommitInfo(inst, str(meta.get("operationType") or "UNKNOWN"), deletes, replaced)
 
     def read_window(self, start: str, end: str) -> pa.Table:
         """Latest state of the rows changed in `(start, end]` (completion time).
 
-        `start="0"` gives the whole table as of `end`.
+        Only for windows on the active timeline; the whole table is `snapshot()`.
+        (hudi-rs has no streamed incremental read yet, so a window is read at once.)
         """
         opts = (
             HudiReadOptions()
@@ -199,13 +250,45 @@ class TableSnapshot:
         for batch in rows.to_batches(max_chunksize=batch_rows):
             yield [_product(r) for r in batch.to_pylist()]
 
+    def _stream(
+        self, columns: list[str], batch_rows: int, as_of: str | None
+    ) -> Iterator[pa.RecordBatch]:
+        """The snapshot this table object sees (or as of a requested time), batch by batch.
+
+        `read_stream` reads one file slice at a time (base + logs merged for MOR), so peak
+        memory is about one file slice, not the table.
+        """
+        opts = HudiReadOptions().with_projection(columns).with_batch_size(batch_rows)
+        if as_of is not None:
+            opts = opts.with_as_of_timestamp(as_of)
+        try:
+            yield from self.table.read_stream(opts)
+        except Exception as e:
+            raise TableReadError(f"snapshot read failed: {e}", table=self.path) from e
+
+    def snapshot(self, batch_rows: int, *, as_of: str | None = None) -> Iterator[list[Product]]:
+        """Every product of the snapshot, `batch_rows` at a time (see `_stream`)."""
+        if self.latest is None:
+            return
+        columns = [c for c in COLUMN_NAMES if c in self._columns()]
+        for batch in self._stream(columns, batch_rows, as_of):
+            if batch.num_rows:
+                yield [_product(r) for r in batch.to_pylist()]
+
+    def _columns(self) -> set[str]:
+        try:
+            return set(self.table.get_schema().names)
+        except Exception as e:
+            raise TableReadError(f"cannot read the table schema: {e}", table=self.path) from e
+
     def read_keys(self) -> set[int]:
         """Every record key in the table's latest snapshot (as this table object sees it)."""
-        try:
-            batches = self.table.read(HudiReadOptions().with_projection(["id"]))
-        except Exception as e:
-            raise TableReadError(f"snapshot key read failed: {e}", table=self.path) from e
-        return {int(v) for b in batches for v in b.column("id").to_pylist() if v is not None}
+        if self.latest is None:
+            return set()
+        keys: set[int] = set()
+        for batch in self._stream(["id"], 65_536, None):
+            keys.update(int(v) for v in batch.column("id").to_pylist() if v is not None)
+        return keys
 
 
 def _product(row: dict[str, Any]) -> Product:

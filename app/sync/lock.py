@@ -32,9 +32,13 @@ class SyncLock:
     @classmethod
     def for_settings(cls, settings: Settings) -> SyncLock | None:
         """None for an in-memory store: it is private to its process, nothing to share."""
-        location = settings.qdrant_url or settings.qdrant_path
-        if location == ":memory:" and not settings.qdrant_url:
+        if settings.qdrant_url:
+            location = settings.qdrant_url.strip().rstrip("/").lower()
+        elif settings.qdrant_path == ":memory:":
             return None
+        else:
+            # One folder, one lock, however it is spelled (relative, trailing slash, link).
+            location = os.path.realpath(os.path.expanduser(settings.qdrant_path))
         key = hashlib.sha256(f"{location}|{settings.qdrant_collection}".encode()).hexdigest()[:16]
         return cls(Path(settings.sync_lock_dir) / f"sync-{key}.lock")
 

@@ -9,7 +9,9 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from app.sync.engine import SyncEngine
+from app.store import StoreError
+from app.sync.backoff import Backoff, describe
+from app.sync.engine import CycleCancelledError, CycleInProgressError, SyncEngine
 from app.sync.lock import SyncBusyError
 from app.sync.state import CycleReport, instant_seconds_between
 
@@ -19,8 +21,9 @@ logger = logging.getLogger(__name__)
 class SyncRunner:
     """Runs `engine.run_cycle` every `interval` seconds off the event loop.
 
-    Cycles run in a worker thread (embedding is CPU-bound and would stall every request);
-    the engine's own lock keeps a `POST /sync` and the timer from overlapping.
+    Cycles run in a worker thread (embedding is CPU-bound and would stall every request).
+    Neither the timer nor `POST /sync` ever queues behind a running cycle: they skip it,
+    so no request holds a thread for the length of a bootstrap.
     """
 
     def __init__(self, engine: SyncEngine, interval: float) -> None:
@@ -31,38 +34,63 @@ class SyncRunner:
 
     @property
     def ready(self) -> bool:
-        return self.engine.totals.last_success_at is not None
+        """A cycle completed here and the store still holds its checkpoint.
+
+        The second half matters when the collection is dropped under the service: the
+        store is empty until the next cycle bootstraps it, and that is not "ready".
+        """
+        if self.engine.totals.last_success_at is None:
+            return False
+        try:
+            return self.engine.checkpoint() is not None
+        except StoreError:
+            return False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="sync-loop")
 
     async def stop(self, timeout: float = 60.0) -> None:
+        # A cycle in its worker thread is not stopped by cancelling the task: ask it to
+        # stop at its next batch, and let the caller close the store only once it has.
+        self.engine.request_stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        # Cancelling the task does not stop a cycle already running in its worker thread;
-        # the caller closes the store next, so let that cycle finish first.
         if not await asyncio.to_thread(self.engine.wait_idle, timeout):
             logger.warning("a sync cycle is still running after %.0fs; closing anyway", timeout)
 
     async def run_now(self, *, full: bool = False) -> CycleReport:
-        return await asyncio.to_thread(self.engine.run_cycle, full=full)
+        """Run a cycle now; raises CycleInProgressError at once if one is running."""
+        return await asyncio.to_thread(self.engine.run_cycle, full=full, wait=False)
 
     async def _loop(self) -> None:
+        backoff = Backoff(self.interval)
         while True:
             try:
                 await self.run_now()
+                delay = backoff.success()
             except asyncio.CancelledError:
                 raise
-            except SyncBusyError as e:
-                logger.warning("%s", e)
-            except Exception:
-                # Recorded in engine.totals.last_error and retried next tick: a table being
-                # written or a store blip must not kill the loop.
-                logger.exception("sync cycle failed")
+            except CycleCancelledError:
+                return
+            except (CycleInProgressError, SyncBusyError) as e:
+                # Someone else (POST /sync, another process) is syncing: not a failure.
+                logger.info("%s", e)
+                delay = backoff.success()
+            except Exception as e:
+                # Anything at all (table mid-write, S3 throttle, store blip) is logged and
+                # retried with backoff: the loop must outlive every error it can meet.
+                delay = backoff.failure()
+                logger.error(
+                    "sync cycle failed (%s); retry %d in %.0fs",
+                    describe(e),
+                    backoff.failures,
+                    delay,
+                    exc_info=e,
+                )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
             self._wake.clear()
 
 
@@ -71,7 +99,9 @@ def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, An
     t = engine.totals
     return {
         "mode": "embedded" if running_in_process else "off",
-        "ready": t.last_success_at is not None,
+        # Off: another process syncs, and its checkpoint in the store is the fact to trust.
+        "ready": (t.last_success_at if running_in_process else t.checkpoint) is not None,
+        "running": engine.running,
         "checkpoint": t.checkpoint,
         "table_latest_commit": t.table_latest,
         "lag_seconds": instant_seconds_between(t.checkpoint, t.table_latest),

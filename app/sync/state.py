@@ -16,13 +16,18 @@ class SyncCheckpoint:
     `completed` is the completion time of the newest commit mirrored (hudi-rs windows are
     in completion time); `requested` identifies that instant so a later cycle can tell
     whether it is still on the active timeline. `signature` is the model + chunking setup:
-    a change means every chunk id changes, so a full reconciliation.
+    a change means every chunk id changes, so a full reconciliation. `chunks` is what the
+    store held when the checkpoint was written: a store that holds none while its
+    checkpoint says otherwise lost its vectors. `unindexed` counts points written since the
+    search index was last built, so increments add up to an index build too.
     """
 
     completed: str
     requested: str
     table_path: str
     signature: str
+    chunks: int = 0
+    unindexed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -36,6 +41,8 @@ class SyncCheckpoint:
             requested=str(raw.get("requested", "")),
             table_path=str(raw.get("table_path", "")),
             signature=str(raw.get("signature", "")),
+            chunks=int(raw.get("chunks") or 0),
+            unindexed=int(raw.get("unindexed") or 0),
         )
 
 
@@ -52,6 +59,7 @@ class CycleReport:
     payload_updates: int = 0
     deleted: int = 0
     key_reconciliation: bool = False
+    optimized: bool = False
     seconds: float = 0.0
 
 

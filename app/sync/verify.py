@@ -6,10 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.config import Settings
-from app.store.base import VectorStore
+from app.store.base import GROUP_FIELD, VectorStore
 from app.sync.chunking import ProductChunker, product_fields
 from app.sync.hudi_source import TableSnapshot
 from app.sync.state import SyncCheckpoint
+
+# Products compared per round: their expected chunks and their stored chunks are all that
+# is held at once, so verifying a million products needs no more memory than a thousand.
+VERIFY_BATCH = 2048
 
 
 @dataclass
@@ -34,46 +38,54 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
     missing: chunks of the snapshot that the store lacks; stale: stored chunks of a current
     product that are not its current chunks or carry outdated fields (e.g. old price);
     extra: stored chunks of products that are not in the snapshot (deleted).
+
+    A store that was never synced is compared with the table's latest snapshot: an empty
+    store over a non-empty table is `missing`, never "0/0/0 because nothing was expected".
     """
     cp = SyncCheckpoint.from_dict(store.load_state())
-    expected: dict[str, dict[str, Any]] = {}
-    products: set[int] = set()
-    if cp is not None:
-        table = TableSnapshot(settings)
-        rows = table.read_window("0", cp.completed)
-        for batch in table.products(rows, 2048):
-            for product in batch:
-                products.add(product.id)
-                fields = product_fields(product)
-                for chunk in chunker.chunk(product):
-                    expected[chunk.point_id] = {**fields, "chunk_index": chunk.chunk_index}
+    table = TableSnapshot(settings)
+    latest = table.latest
+    # Time travel only when the table moved on since the checkpoint (as-of is in requested
+    # time, which is what a checkpoint's instant is named by).
+    as_of = cp.requested if cp and latest and cp.requested != latest.requested else None
 
-    missing_ids = set(expected)
-    stale: list[str] = []
-    extra: list[str] = []
-    stored = 0
-    for held in store.iter_chunks():
-        stored += 1
-        want = expected.get(held.id)
-        if want is not None:
-            missing_ids.discard(held.id)
-            if any(held.payload.get(k) != v for k, v in want.items()):
-                stale.append(held.id)
-        elif held.product_id in products:
-            stale.append(held.id)
-        else:
-            extra.append(held.id)
+    products: set[int] = set()
+    expected_chunks = 0
+    missing = stale = extra = 0
+    examples: dict[str, list[str]] = {"missing": [], "stale": [], "extra": []}
+    for batch in table.snapshot(VERIFY_BATCH, as_of=as_of):
+        expected: dict[str, dict[str, Any]] = {}
+        for product in batch:
+            products.add(product.id)
+            fields = product_fields(product)
+            for chunk in chunker.chunk(product):
+                expected[chunk.point_id] = {**fields, "chunk_index": chunk.chunk_index}
+        expected_chunks += len(expected)
+        for held in store.chunks_for_products([p.id for p in batch]):
+            want = expected.pop(held.id, None)
+            if want is None or any(held.payload.get(k) != v for k, v in want.items()):
+                stale += 1
+                _example(examples["stale"], held.id)
+        missing += len(expected)
+        for point_id in sorted(expected)[:5]:
+            _example(examples["missing"], point_id)
+
+    for held in store.iter_chunks(batch=8192, fields=[GROUP_FIELD]):
+        if held.product_id not in products:
+            extra += 1
+            _example(examples["extra"], held.id)
     return MirrorReport(
         checkpoint=cp.completed if cp else None,
         products=len(products),
-        expected_chunks=len(expected),
-        stored_chunks=stored,
-        missing=len(missing_ids),
-        stale=len(stale),
-        extra=len(extra),
-        examples={
-            "missing": sorted(missing_ids)[:5],
-            "stale": stale[:5],
-            "extra": extra[:5],
-        },
+        expected_chunks=expected_chunks,
+        stored_chunks=store.count(),
+        missing=missing,
+        stale=stale,
+        extra=extra,
+        examples=examples,
     )
+
+
+def _example(kept: list[str], point_id: str) -> None:
+    if len(kept) < 5:
+        kept.append(point_id)

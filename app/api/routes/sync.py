@@ -7,9 +7,13 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, status
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import AdminDep, ServicesDep
 from app.store import StoreError
+from app.sync.engine import CycleInProgressError
+from app.sync.hudi_source import TableReadError
 from app.sync.runner import sync_status
 
 logger = logging.getLogger(__name__)
@@ -18,20 +22,30 @@ router = APIRouter(prefix="/sync", tags=["sync"], dependencies=[AdminDep])
 
 
 @router.get("/status")
-def status_(services: ServicesDep) -> dict[str, Any]:
+async def status_(services: ServicesDep) -> dict[str, Any]:
     """Checkpoint, the table's latest commit, lag, counts and the last error."""
-    if services.runner is None:
-        # Another process syncs: the checkpoint in the store is the only fresh fact here.
-        cp = services.engine.checkpoint()
-        services.engine.totals.checkpoint = cp.completed if cp else None
+    engine = services.engine
     try:
-        return sync_status(services.engine, running_in_process=services.runner is not None)
-    except StoreError as e:
+        if services.runner is None:
+            # Another process syncs: read the table and the store for fresh facts, or the
+            # lag would stay whatever it was when this process started.
+            await run_in_threadpool(engine.observe)
+        return await run_in_threadpool(
+            sync_status, engine, running_in_process=services.runner is not None
+        )
+    except (StoreError, TableReadError) as e:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(e)) from e
 
 
-@router.post("", responses={409: {"description": "SYNC_MODE=off"}, 503: {}})
-async def run_sync(services: ServicesDep, full: bool = False) -> dict[str, Any]:
+@router.post(
+    "",
+    responses={
+        202: {"description": "a cycle is already running; this request started none"},
+        409: {"description": "SYNC_MODE=off"},
+        503: {},
+    },
+)
+async def run_sync(services: ServicesDep, full: bool = False) -> Any:
     """Run one sync cycle now (`?full=true`: reconcile the whole table)."""
     if services.runner is None:
         raise HTTPException(
@@ -40,6 +54,13 @@ async def run_sync(services: ServicesDep, full: bool = False) -> dict[str, Any]:
         )
     try:
         report = await services.runner.run_now(full=full)
+    except CycleInProgressError:
+        # Answer at once: waiting would hold this request (and a thread) for the rest of
+        # the running cycle, hours during a bootstrap.
+        return JSONResponse(
+            {"status": "running", "detail": "a sync cycle is already running; see /sync/status"},
+            status_code=status.HTTP_202_ACCEPTED,
+        )
     except Exception as e:
         # Any cause (table unreadable, store down) is reported, and kept in /sync/status.
         logger.warning("manual sync cycle failed: %s", e)

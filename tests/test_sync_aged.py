@@ -1,0 +1,146 @@
+"""The mirror on tables aged past archival and cleaning, as days of hourly jobs leave them.
+
+Each table (COW, and MOR with inline compaction) is written once per module by live Spark:
+12 upserts of 10 new products (ids 1..120) with keep.min/max.commits 3/4 and
+cleaner.commits.retained 2 — three times keep.max.commits, so archival and cleaning have
+really run (checked below, not assumed). Spark SQL's snapshot is the reference: 120 ids.
+The last test ages the table further past a stored checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.sync.hudi_source import TableSnapshot
+from spark_jobs.create_table import create_table
+from tests.hudi_writes import active_instants, archived_files, spark_ids, write_rows
+from tests.synctools import Harness, long_text, make_harness, product
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITS, PER_COMMIT = 12, 10
+ALL_IDS = set(range(1, COMMITS * PER_COMMIT + 1))
+
+
+def _batch(commit: int) -> list[dict[str, Any]]:
+    first = commit * PER_COMMIT + 1
+    return [
+        product(i, 1000 + commit, f"Aged product {i}", long_text(f"aged item {i}", 1 + i % 3))
+        for i in range(first, first + PER_COMMIT)
+    ]
+
+
+@pytest.fixture(scope="module", params=["COPY_ON_WRITE", "MERGE_ON_READ"])
+def aged(request: pytest.FixtureRequest, spark: Any, tmp_path_factory: Any) -> str:
+    path = str(tmp_path_factory.mktemp(f"aged-{request.param}") / "products")
+    create_table(spark, path, request.param)
+    for commit in range(COMMITS):
+        write_rows(spark, path, _batch(commit))
+    return path
+
+
+def _store_ids(h: Harness) -> set[int]:
+    return {c.product_id for c in h.store.iter_chunks(fields=["product_id"])}
+
+
+def test_the_table_is_really_archived_and_cleaned(aged: str, spark: Any) -> None:
+    active = active_instants(aged)
+    assert len(active) < COMMITS, active  # instants left the active timeline ...
+    assert archived_files(aged), "no LSM archived timeline"  # ... into the archive
+    assert spark_ids(spark, aged) == ALL_IDS
+    # The trap itself: an incremental read from "0" sees only the active timeline.
+    table = TableSnapshot(make_settings(aged))
+    incremental = table.read_window("0", table.latest.completed)  # type: ignore[union-attr]
+    assert incremental.num_rows < len(ALL_IDS)
+    snapshot = {p.id for batch in table.snapshot(7) for p in batch}
+    assert snapshot == ALL_IDS
+
+
+def test_bootstrap_full_and_verify_match_the_spark_snapshot(
+    aged: str, spark: Any, embedder: Any, tmp_path: Path
+) -> None:
+    qdrant = str(tmp_path / "qdrant")
+    h = make_harness(aged, embedder, qdrant_path=qdrant)
+    boot = h.cycle()
+    assert boot.mode == "bootstrap" and boot.rows == len(ALL_IDS)
+    assert _store_ids(h) == spark_ids(spark, aged) == ALL_IDS
+    mirror = h.assert_mirror()
+    assert mirror.products == len(ALL_IDS)
+
+    full = h.cycle(full=True)
+    assert (full.mode, full.rows, full.embedded, full.deleted) == ("full", 120, 0, 0)
+    assert h.assert_mirror().stored_chunks == mirror.stored_chunks
+    h.store.close()
+
+    # `--verify` as its own process over the on-disk store: exit 0, 0/0/0, all 120.
+    verify = _run_sync(["--verify"], aged, qdrant)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "products 120\n" in verify.stdout
+    assert "missing 0\nstale 0\nextra 0" in verify.stdout
+
+
+def test_verify_fails_on_a_never_synced_store_of_a_non_empty_table(
+    aged: str, tmp_path: Path
+) -> None:
+    verify = _run_sync(["--verify"], aged, str(tmp_path / "empty-qdrant"))
+    assert verify.returncode == 1, verify.stdout + verify.stderr
+    assert "checkpoint None\nproducts 120\n" in verify.stdout
+    assert "missing 0\n" not in verify.stdout and "extra 0\n" in verify.stdout
+
+
+def test_incremental_cycle_after_the_checkpoint_was_archived(
+    aged: str, spark: Any, embedder: Any
+) -> None:
+    """Runs last: ages the module's table past the checkpoint this test stores."""
+    h = make_harness(aged, embedder)
+    h.cycle()
+    checkpoint = h.engine.checkpoint()
+    assert checkpoint is not None and checkpoint.requested in active_instants(aged)
+
+    # Five more commits: an edit, a new product each. Archival moves the checkpoint out.
+    for k in range(5):
+        edited = product(1 + k, 5000 + k, f"Aged product {1 + k} v2", long_text(f"v2 {k}", 2))
+        new = product(200 + k, 5000 + k, f"New product {200 + k}", long_text(f"new {k}", 1))
+        write_rows(spark, aged, [edited, new])
+    assert checkpoint.requested not in active_instants(aged)  # archived for real
+
+    cycle = h.cycle()
+    assert cycle.mode == "full" and "not on the active timeline" in cycle.reason
+    expected = ALL_IDS | {200, 201, 202, 203, 204}
+    assert _store_ids(h) == spark_ids(spark, aged) == expected
+    assert h.assert_mirror().products == len(expected)
+    # Only what changed was embedded: the 5 edits and the 5 new products, nothing else.
+    assert cycle.rows == len(expected) and 10 <= cycle.embedded <= 10 * 3
+    assert cycle.deleted >= 5  # the edited products' old chunks
+
+
+def make_settings(path: str) -> Any:
+    from app.core.config import Settings
+
+    return Settings(hudi_table_path=path, qdrant_path=":memory:")
+
+
+def _run_sync(args: list[str], table: str, qdrant: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "HUDI_TABLE_PATH": table,
+        "QDRANT_PATH": qdrant,
+        "MAX_CHUNK_TOKENS": "64",
+        "CHUNK_OVERLAP_TOKENS": "8",
+        "HF_HUB_OFFLINE": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "app.sync", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
