@@ -311,6 +311,11 @@ def parse_phases(spec: str, default_seconds: float) -> list[Phase]:
     return phases
 
 
+def offline_cpu(results: list[PhaseResult]) -> float | None:
+    """CPU per request of the first offline phase so far: the baseline of the ratios."""
+    return next((r.cpu_per_request() for r in results if r.name == "offline"), None)
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "serve-llm":
         serve_llm(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4])
@@ -359,16 +364,14 @@ def main() -> None:
             if not offline:
                 httpx.post(f"http://127.0.0.1:{llm_port}/mode", json={"mode": phase.kind})
             url = f"http://127.0.0.1:{port}"
-            results.append(run_phase(phase, url, service.pid, queries, args.warmup))
+            result = run_phase(phase, url, service.pid, queries, args.warmup)
+            results.append(result)
+            # Reported as each phase ends: a long run is readable while it goes on.
+            report(result, args.llm_delay if phase.kind == "answer" else None, offline_cpu(results))
     finally:
         if service is not None:
             stop(service)
         stop(llm)
-    offline_result = next((r for r in results if r.name == "offline"), None)
-    offline_cpu = offline_result.cpu_per_request() if offline_result else None
-    print()
-    for r in results:
-        report(r, args.llm_delay if r.name == "LLM answer" else None, offline_cpu)
 
 
 if __name__ == "__main__":
