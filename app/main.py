@@ -16,7 +16,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
 
 from app.api.body_limit import BodyLimitMiddleware
-from app.api.errors import install_error_handlers
+from app.api.errors import UnhandledErrorMiddleware, install_error_handlers
 from app.api.router import api_router
 from app.api.services import build_services
 from app.core.config import Settings, get_settings
@@ -56,7 +56,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(api_router)
     mount_web(app)
-    # Added innermost first: the metrics middleware is outermost, so 413s are counted too.
+    # Added innermost first: the metrics middleware is outermost, so 413s and last-resort
+    # 500s are counted too (under the route the request was for: it gets the routes).
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
@@ -65,7 +66,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_methods=["GET", "POST"],
             allow_headers=["Content-Type", "Authorization", "X-API-Key"],
         )
-    app.add_middleware(HttpMetricsMiddleware)
+    app.add_middleware(UnhandledErrorMiddleware)
+    app.add_middleware(HttpMetricsMiddleware, route_templates=lambda: app.openapi()["paths"])
     return app
 
 

@@ -8,13 +8,15 @@ they sit in a per-app registry: two apps in one process (tests) never share a co
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.store import StoreError
@@ -41,8 +43,17 @@ UNMATCHED = "unmatched"
 class HttpMetricsMiddleware:
     """Counts and times every HTTP request under its route template (`/sync`, not raw paths)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(
+        self, app: ASGIApp, route_templates: Callable[[], Iterable[str]] | None = None
+    ) -> None:
+        """Args:
+        route_templates: the app's path templates (`/products/{id}/similar`), read at the
+            first request answered before routing (a 413 from the body limit), so that it
+            is counted under the route it was for instead of "unmatched".
+        """
         self.app = app
+        self._route_templates = route_templates
+        self._patterns: list[tuple[re.Pattern[str], str]] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -61,10 +72,20 @@ class HttpMetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             # Routing stores the matched route in the (shared) scope dict.
-            route = getattr(scope.get("route"), "path", None) or UNMATCHED
+            route = getattr(scope.get("route"), "path", None) or self._match(scope)
             method = str(scope.get("method", ""))
             HTTP_REQUESTS.labels(method=method, route=route, status=str(status)).inc()
             HTTP_LATENCY.labels(method=method, route=route).observe(time.perf_counter() - started)
+
+    def _match(self, scope: Scope) -> str:
+        """The template of the route this path is for (any method), else UNMATCHED."""
+        if self._route_templates is None:
+            return UNMATCHED
+        if self._patterns is None:
+            # Starlette's own template compiler: `{id:int}` etc. match as routing would.
+            self._patterns = [(compile_path(t)[0], t) for t in self._route_templates()]
+        path = str(scope.get("path", ""))
+        return next((t for regex, t in self._patterns if regex.match(path)), UNMATCHED)
 
 
 class SyncCollector(Collector):

@@ -8,18 +8,20 @@ import time
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from app.core.config import Settings
 from app.main import create_app
 
 
 class ServerThread:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, app: FastAPI | None = None) -> None:
+        """Serves `app` (default: `create_app(settings)`)."""
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         config = uvicorn.Config(
-            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
+            app or create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

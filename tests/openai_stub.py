@@ -55,7 +55,12 @@ class Slow:
     then: Answer | Echo | Fail = field(default_factory=Echo)
 
 
-Behaviour = Answer | Echo | Fail | Slow
+@dataclass(frozen=True)
+class Hang:
+    """Never answer: hold the connection until the stub is given new behaviours (or stops)."""
+
+
+Behaviour = Answer | Echo | Fail | Slow | Hang
 
 _PRODUCTS_BLOCK = re.compile(r"<products>(.*?)</products>", re.DOTALL)
 
@@ -79,6 +84,8 @@ class OpenAIStub:
         self._lock = threading.Lock()
         self._behaviours: list[Behaviour] = [Echo()]
         self.requests: list[RecordedRequest] = []
+        # Set to release the handlers of hung requests; replaced by each `respond`.
+        self._release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True  # a Slow handler must not hold up shutdown
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -93,6 +100,7 @@ class OpenAIStub:
         return self
 
     def stop(self) -> None:
+        self._release.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -101,13 +109,15 @@ class OpenAIStub:
         with self._lock:
             self._behaviours = list(behaviours) or [Echo()]
             self.requests = []
+            self._release.set()
+            self._release = threading.Event()
 
-    def _next(self, request: RecordedRequest) -> Behaviour:
+    def _next(self, request: RecordedRequest) -> tuple[Behaviour, threading.Event]:
         with self._lock:
             self.requests.append(request)
             if len(self._behaviours) > 1:
-                return self._behaviours.pop(0)
-            return self._behaviours[0]
+                return self._behaviours.pop(0), self._release
+            return self._behaviours[0], self._release
 
 
 def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
@@ -125,9 +135,14 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
             request = RecordedRequest(self.path, headers, body)
-            self._behave(stub._next(request), request)
+            behaviour, release = stub._next(request)
+            if isinstance(behaviour, Hang):
+                release.wait()
+                self.close_connection = True  # leave without an answer
+                return
+            self._behave(behaviour, request)
 
-        def _behave(self, behaviour: Behaviour, request: RecordedRequest) -> None:
+        def _behave(self, behaviour: Answer | Echo | Fail | Slow, request: RecordedRequest) -> None:
             if isinstance(behaviour, Slow):
                 time.sleep(behaviour.seconds)
                 behaviour = behaviour.then

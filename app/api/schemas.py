@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.llm.types import GeneratorName, RetrievedProduct
+from app.api.text import SafeText
+from app.llm.types import DegradedReason, GeneratorName, RetrievedProduct
 from app.store import SearchFilter
 
 
@@ -15,9 +16,10 @@ class RecommendFilters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    category: str | None = Field(None, min_length=1, max_length=200, strict=True)
-    min_price: float | None = Field(None, ge=0, strict=True)
-    max_price: float | None = Field(None, ge=0, strict=True)
+    category: SafeText | None = Field(None, min_length=1, max_length=200, strict=True)
+    # Finite only: a NaN bound panics the edge engine's range index (measured).
+    min_price: float | None = Field(None, ge=0, strict=True, allow_inf_nan=False)
+    max_price: float | None = Field(None, ge=0, strict=True, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _ordered(self) -> RecommendFilters:
@@ -42,7 +44,7 @@ class RecommendRequest(BaseModel):
         },
     )
 
-    query: str = Field(strict=True, description="What the shopper is looking for.")
+    query: SafeText = Field(strict=True, description="What the shopper is looking for.")
     top_k: int | None = Field(
         None, ge=1, strict=True, description="Products wanted (1..MAX_TOP_K)."
     )
@@ -89,6 +91,9 @@ class RecommendResponse(SearchResponse):
     message: str
     generator: GeneratorName
     degraded: bool
+    degraded_reason: DegradedReason | None = Field(
+        None, description="Why the answer is extractive although an LLM is configured."
+    )
 
 
 class ErrorResponse(BaseModel):

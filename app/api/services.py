@@ -11,7 +11,8 @@ from prometheus_client import CollectorRegistry
 from app.core.config import Settings
 from app.embedding import Embedder, load_embedder
 from app.embedding.onnx_query import build_onnx_query_encoder
-from app.llm import Generator, build_generator
+from app.llm import Generator, OpenAIGenerator, build_generator
+from app.llm.metrics import LLMStateCollector
 from app.metrics import sync_registry
 from app.retrieval import Retriever
 from app.retrieval.retriever import QueryEncoder
@@ -75,13 +76,17 @@ def build_services(settings: Settings) -> Services:
         if settings.sync_mode == "embedded"
         else None
     )
+    generator = build_generator(settings)
+    registry = sync_registry(engine)
+    if isinstance(generator, OpenAIGenerator):
+        registry.register(LLMStateCollector(generator))
     return Services(
         settings=settings,
         store=store,
         embedder=embedder,
         engine=engine,
         retriever=Retriever(_query_encoder(settings, embedder), store, settings),
-        generator=build_generator(settings),
+        generator=generator,
         runner=runner,
-        metrics_registry=sync_registry(engine),
+        metrics_registry=registry,
     )

@@ -79,8 +79,16 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
     openai_model: str = "gpt-4o-mini"
-    llm_timeout_seconds: float = Field(15.0, gt=0)
+    # Per attempt; the whole call (retry and backoff included) is cut at the deadline.
+    llm_timeout_seconds: float = Field(4.0, gt=0)
     llm_max_retries: int = Field(1, ge=0, le=1)
+    llm_deadline_seconds: float = Field(5.0, gt=0)
+    # Past this many calls waiting on the LLM, requests get the extractive answer at once.
+    llm_max_in_flight: int = Field(32, ge=1)
+    # The circuit breaker opens after this many failed calls in a row ...
+    llm_breaker_failures: int = Field(5, ge=1)
+    # ... and then lets one background probe through per interval.
+    llm_breaker_probe_seconds: float = Field(10.0, gt=0)
 
     # --- HTTP ----------------------------------------------------------------------------
     max_query_chars: int = Field(500, ge=1)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 
 from app.llm.grounding import unknown_references
-from app.llm.types import Recommendation, RetrievedProduct
+from app.llm.types import DegradedReason, Recommendation, RetrievedProduct
 
 MAX_ALTERNATIVES = 3
 MAX_REASON_CHARS = 220
@@ -65,34 +65,36 @@ class ExtractiveGenerator:
     """Builds the answer from the retrieved products; never names anything else."""
 
     async def generate(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
-        return extractive_recommendation(query, products, degraded=False)
+        return extractive_recommendation(query, products)
 
     async def aclose(self) -> None:
         return None
 
 
 def extractive_recommendation(
-    query: str, products: Sequence[RetrievedProduct], *, degraded: bool
+    query: str, products: Sequence[RetrievedProduct], *, reason: DegradedReason | None = None
 ) -> Recommendation:
     """Top pick with a reason quoted from its best chunk, then up to three alternatives.
 
     Args:
         query: the shopper's request, used only to choose which sentence to quote.
         products: retrieved products, best first.
-        degraded: whether this stands in for an LLM answer that failed.
+        reason: why this stands in for an LLM answer (the answer is then `degraded`);
+            None when the extractive answer is the intended one.
     """
+    degraded = reason is not None
     if not products:
-        return Recommendation(NO_MATCH_MESSAGE, "extractive", degraded, [])
+        return Recommendation(NO_MATCH_MESSAGE, "extractive", degraded, [], reason)
     top, alternatives = products[0], products[1 : 1 + MAX_ALTERNATIVES]
     allowed = [p.id for p in products]
     parts = [f"Top pick: {_label(top)}."]
-    reason = _best_sentence(query, top.matched_content[:1], allowed)
-    if reason:
-        parts.append(f"Why: {reason}")
+    why = _best_sentence(query, top.matched_content[:1], allowed)
+    if why:
+        parts.append(f"Why: {why}")
     if alternatives:
         parts.append("Also consider: " + "; ".join(_label(p) for p in alternatives) + ".")
     cited = [top.id, *(p.id for p in alternatives)]
-    return Recommendation(" ".join(parts), "extractive", degraded, cited)
+    return Recommendation(" ".join(parts), "extractive", degraded, cited, reason)
 
 
 def _label(product: RetrievedProduct) -> str:

@@ -1,9 +1,16 @@
 """Generation through any OpenAI-compatible chat endpoint, falling back to the extractive answer.
 
-Worst-case wall time: the client's `timeout` applies per attempt (and per read, not to
-the whole response), and between attempts it sleeps for the server's Retry-After (the
-openai client honours up to 120 s). So a hard deadline of timeout × (retries + 1) wraps
-the whole call; whatever happens, the shopper gets an answer within it.
+Three limits keep a slow, dead or overloaded LLM from costing the shopper more than a
+moment (each answers extractively, `degraded`, with the reason):
+- a hard deadline on one `generate` call. The client's `timeout` applies per attempt (and
+  per read, not to the whole response), and between attempts it sleeps for the server's
+  Retry-After (the openai client honours up to 120 s), so only a deadline around the
+  whole call bounds it;
+- a circuit breaker (app/llm/breaker.py): after repeated failures no request waits on the
+  endpoint, and one probe per interval, run in the background, finds out when it is back;
+- a cap on calls in flight: past it a request is answered at once instead of queueing for
+  a connection or a provider's rate limit (at 50 req/s with no cap, requests queued for
+  10-25 s behind a 2 s LLM).
 """
 
 from __future__ import annotations
@@ -16,20 +23,23 @@ from collections.abc import Sequence
 import openai
 from openai import AsyncOpenAI
 
+from app.llm.breaker import BreakerState, CircuitBreaker
 from app.llm.extractive import extractive_recommendation
 from app.llm.grounding import cited_ids, unknown_references
-from app.llm.metrics import LLMOutcome, record_llm_outcome
+from app.llm.metrics import LLMOutcome, SkipReason, record_llm_outcome, record_llm_skipped
 from app.llm.prompt import build_messages
-from app.llm.types import Recommendation, RetrievedProduct
+from app.llm.types import LLMFailure, Recommendation, RetrievedProduct
 
 logger = logging.getLogger(__name__)
 
 # Room for three short sentences; a cap keeps a rambling model from eating the deadline.
 MAX_ANSWER_TOKENS = 300
+# Outcomes that show the endpoint itself works (the answer may still be unusable).
+_ENDPOINT_OK: frozenset[LLMOutcome] = frozenset({"ok", "empty", "ungrounded"})
 
 
 class OpenAIGenerator:
-    """Asks the LLM; on any failure or ungrounded answer returns the extractive one, degraded."""
+    """Asks the LLM; on any failure, skip or ungrounded answer returns the extractive one."""
 
     def __init__(
         self,
@@ -37,9 +47,11 @@ class OpenAIGenerator:
         api_key: str,
         model: str,
         base_url: str | None = None,
-        timeout_seconds: float = 15.0,
+        timeout_seconds: float = 4.0,
         max_retries: int = 1,
         deadline_seconds: float | None = None,
+        max_in_flight: int = 32,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         """Args:
         api_key, model, base_url: passed to the openai client as they are.
@@ -47,6 +59,9 @@ class OpenAIGenerator:
         max_retries: the client's retries (429, 5xx, timeouts, connection errors).
         deadline_seconds: hard cap on one `generate` call, all attempts and backoff
             included; defaults to timeout_seconds × (max_retries + 1).
+        max_in_flight: LLM calls allowed at once; requests past it are answered extractively.
+        breaker: the endpoint's circuit breaker (default: open after 5 failures in a row,
+            probe every 10 s).
         """
         self.model = model
         self.deadline_seconds = (
@@ -54,6 +69,11 @@ class OpenAIGenerator:
             if deadline_seconds is not None
             else timeout_seconds * (max_retries + 1)
         )
+        self.max_in_flight = max_in_flight
+        self.breaker = breaker or CircuitBreaker(failure_threshold=5, probe_interval_seconds=10.0)
+        self._in_flight = 0
+        # Strong references: the event loop keeps only weak ones to running tasks.
+        self._probes: set[asyncio.Task[Recommendation]] = set()
         self._client = AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
@@ -61,33 +81,80 @@ class OpenAIGenerator:
             max_retries=max_retries,
         )
 
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def breaker_state(self) -> BreakerState:
+        return self.breaker.state
+
     async def generate(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
         if not products:
             # Nothing to recommend and nothing to ground an answer in: the fixed
             # "no match" message is the right answer, not a degraded one.
-            return extractive_recommendation(query, products, degraded=False)
+            return extractive_recommendation(query, products)
+        permit = self.breaker.permit()
+        if permit == "probe":
+            # The shopper does not wait on an endpoint that was failing: the probe (this
+            # very request) runs in the background and only decides the breaker's state.
+            task = asyncio.create_task(self._ask(query, products))
+            self._probes.add(task)
+            task.add_done_callback(self._probes.discard)
+            return _skip(query, products, "breaker_open")
+        if permit == "skip":
+            return _skip(query, products, "breaker_open")
+        if self._in_flight >= self.max_in_flight:
+            return _skip(query, products, "at_capacity")
+        return await self._ask(query, products)
+
+    async def aclose(self) -> None:
+        for task in list(self._probes):
+            task.cancel()
+        await self._client.close()
+
+    async def _ask(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
+        """One guarded LLM call: its outcome goes to the metrics and the breaker."""
         started = time.perf_counter()
+        self._in_flight += 1
+        try:
+            outcome, answer = await self._attempt(query, products)
+        finally:
+            self._in_flight -= 1
+        if outcome in _ENDPOINT_OK:
+            self.breaker.record_success()
+        else:
+            self.breaker.record_failure()
+        record_llm_outcome(outcome)
+        if outcome == "ok":
+            logger.debug("LLM answered in %.2fs", time.perf_counter() - started)
+            return Recommendation(answer, "openai", False, cited_ids(answer))
+        logger.warning(
+            "LLM answer unusable (%s after %.2fs: %s); answering extractively",
+            outcome,
+            time.perf_counter() - started,
+            answer,
+        )
+        return extractive_recommendation(query, products, reason=outcome)
+
+    async def _attempt(
+        self, query: str, products: Sequence[RetrievedProduct]
+    ) -> tuple[LLMOutcome, str]:
+        """("ok", the answer) or (what went wrong, a description for the log)."""
         try:
             async with asyncio.timeout(self.deadline_seconds):
                 answer = await self._complete(query, products)
         except (TimeoutError, openai.APIError) as err:
-            return self._fallback(query, products, _classify(err), repr(err), started)
+            return _classify(err), repr(err)
         except Exception as err:  # a malformed response must not turn into a 500
             logger.exception("LLM call failed unexpectedly")
-            return self._fallback(query, products, "unexpected_error", repr(err), started)
-
+            return "unexpected_error", repr(err)
         if not answer:
-            return self._fallback(query, products, "empty", "empty answer", started)
+            return "empty", "empty answer"
         unknown = unknown_references(answer, (p.id for p in products))
         if unknown:
-            reason = f"answer names products that were not retrieved: {sorted(unknown)}"
-            return self._fallback(query, products, "ungrounded", reason, started)
-        record_llm_outcome("ok")
-        logger.debug("LLM answered in %.2fs", time.perf_counter() - started)
-        return Recommendation(answer, "openai", False, cited_ids(answer))
-
-    async def aclose(self) -> None:
-        await self._client.close()
+            return "ungrounded", f"answer names products that were not retrieved: {sorted(unknown)}"
+        return "ok", answer
 
     async def _complete(self, query: str, products: Sequence[RetrievedProduct]) -> str:
         response = await self._client.chat.completions.create(
@@ -99,25 +166,14 @@ class OpenAIGenerator:
             return ""
         return (response.choices[0].message.content or "").strip()
 
-    def _fallback(
-        self,
-        query: str,
-        products: Sequence[RetrievedProduct],
-        outcome: LLMOutcome,
-        reason: str,
-        started: float,
-    ) -> Recommendation:
-        record_llm_outcome(outcome)
-        logger.warning(
-            "LLM answer unusable (%s after %.2fs: %s); answering extractively",
-            outcome,
-            time.perf_counter() - started,
-            reason,
-        )
-        return extractive_recommendation(query, products, degraded=True)
+
+def _skip(query: str, products: Sequence[RetrievedProduct], reason: SkipReason) -> Recommendation:
+    # Counted, never logged per request: while the breaker is open that is every request.
+    record_llm_skipped(reason)
+    return extractive_recommendation(query, products, reason=reason)
 
 
-def _classify(err: BaseException) -> LLMOutcome:
+def _classify(err: BaseException) -> LLMFailure:
     # APITimeoutError is a subclass of APIConnectionError: test it first.
     if isinstance(err, TimeoutError | openai.APITimeoutError):
         return "timeout"

@@ -71,6 +71,7 @@ async def recommend(
         products=[ProductOut.of(p) for p in products],
         generator=answer.generator,
         degraded=answer.degraded,
+        degraded_reason=answer.reason,
     )
 
 

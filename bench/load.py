@@ -1,0 +1,378 @@
+"""Open-loop load on `POST /recommend` with an OpenAI-compatible stand-in LLM.
+
+Everything runs on loopback, each part in its own process so the service's CPU and RSS
+are its own: the real service (uvicorn, `SYNC_MODE=off`) over the demo catalog in an
+embedded qdrant-edge shard (written by the sync's own applier, no JVM), a stand-in LLM
+(uvicorn, `/v1/chat/completions`) that answers after a set delay, hangs or fails, and this
+client. Requests go out at a fixed arrival rate whatever the latency (open loop), and
+latency is measured from the moment each request was *due*, so a client falling behind
+is counted against the service, not hidden.
+
+Each phase prints throughput, p50/p95/p99, errors, how answers were made (LLM, or
+extractive and why), `/health` p95 under the load, the service's RSS at the start and
+end and its CPU seconds per request. Ratios against the same run's baselines: p99 ÷ the
+LLM's own delay, CPU per request ÷ the offline phase's (extractive, no LLM configured).
+
+    flock /tmp/bench.lock .venv/bin/python bench/load.py      # 5 min phases (+1 min hung)
+    .venv/bin/python bench/load.py --duration 20 --phases offline:50,answer:50,hang:50:30
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.eval.data import DEFAULT_QUERIES, load_queries  # noqa: E402
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+# --- the stand-in LLM (its own process: `bench/load.py serve-llm`) -----------------------------
+def serve_llm(port: int, delay: float, mode: str) -> None:
+    """answer: after `delay` s, a grounded answer naming the first product; hang; fail: 500."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    state = {"mode": mode, "delay": delay}
+
+    async def completions(request: Request) -> JSONResponse:
+        body = await request.json()
+        if state["mode"] == "hang":
+            await asyncio.sleep(3600)
+        if state["mode"] == "fail":
+            return JSONResponse({"error": {"message": "stand-in failure"}}, status_code=500)
+        await asyncio.sleep(float(state["delay"]))
+        user = str(body["messages"][-1]["content"])
+        block = user.split("<products>", 1)[1].split("</products>", 1)[0]
+        products = json.loads(block)
+        text = f"I recommend {products[0]['name']} [id:{products[0]['id']}]." if products else "-"
+        return JSONResponse(
+            {
+                "id": "chatcmpl-standin",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "standin"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
+
+    async def set_mode(request: Request) -> JSONResponse:
+        state.update(await request.json())
+        return JSONResponse(state)
+
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", completions, methods=["POST"]),
+            Route("/mode", set_mode, methods=["POST"]),
+        ]
+    )
+    # A deep accept queue: the stand-in must not be the bottleneck being measured.
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=4096)
+
+
+# --- processes ------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None:
+            raise SystemExit(f"{url}: process exited during startup")
+        time.sleep(0.5)
+    raise SystemExit(f"{url}: not up in {seconds:.0f} s")
+
+
+def build_shard(path: Path) -> int:
+    from app.core.config import Settings
+    from app.embedding import load_embedder
+    from tests.demo_index import build_demo_shard
+
+    settings = Settings(sync_lock_dir=str(path.parent))
+    return build_demo_shard(path, load_embedder(), settings)
+
+
+def start_service(shard: Path, port: int, llm_url: str | None) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "SYNC_MODE": "off",
+        "QDRANT_PATH": str(shard),
+        "HUDI_TABLE_PATH": str(shard.parent / "no-table"),
+        "SYNC_LOCK_DIR": str(shard.parent),
+        "OPENAI_API_KEY": "bench" if llm_url else "",
+        "OPENAI_BASE_URL": llm_url or "",
+        "LOG_LEVEL": "WARNING",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    env.pop("QDRANT_URL", None)
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
+    proc = subprocess.Popen(
+        [*cmd, "--port", str(port), "--log-level", "warning", "--backlog", "4096"],
+        cwd=ROOT,
+        env=env,
+    )
+    wait_http(f"http://127.0.0.1:{port}/health", proc)
+    return proc
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+
+def rss_mib(pid: int) -> float:
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / 2**20
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# --- load -----------------------------------------------------------------------------------
+@dataclass
+class PhaseResult:
+    name: str
+    rate: float
+    seconds: float
+    latencies: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    answers: Counter[str] = field(default_factory=Counter)
+    health: list[float] = field(default_factory=list)
+    cpu: float = 0.0
+    rss_start: float = 0.0
+    rss_end: float = 0.0
+
+    @property
+    def requests(self) -> int:
+        return len(self.latencies) + sum(self.errors.values())
+
+    def cpu_per_request(self) -> float:
+        return self.cpu / max(self.requests, 1)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def drive(
+    url: str, queries: list[str], rate: float, seconds: float, result: PhaseResult | None
+) -> None:
+    """`rate` requests a second for `seconds`, each sent when due; result None: warm-up."""
+    limits = httpx.Limits(max_connections=4000, max_keepalive_connections=4000)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+
+        async def one(due: float, query: str) -> None:
+            try:
+                r = await client.post("/recommend", json={"query": query})
+                elapsed = time.perf_counter() - due
+                if r.status_code != 200:
+                    kind = f"http {r.status_code}"
+                else:
+                    body = r.json()
+                    kind = ""
+                    how = body["generator"]
+                    if body["degraded"]:
+                        how += f" ({body.get('degraded_reason')})"
+            except httpx.HTTPError as e:
+                elapsed, kind = time.perf_counter() - due, type(e).__name__
+            if result is None:
+                return
+            if kind:
+                result.errors[kind] += 1
+            else:
+                result.latencies.append(elapsed)
+                result.answers[how] += 1
+
+        async def probe_health(stop_at: float) -> None:
+            while time.perf_counter() < stop_at:
+                started = time.perf_counter()
+                try:
+                    await client.get("/health")
+                    if result is not None:
+                        result.health.append(time.perf_counter() - started)
+                except httpx.HTTPError:
+                    if result is not None:
+                        result.errors["health"] += 1
+                await asyncio.sleep(0.5)
+
+        start = time.perf_counter()
+        total = int(rate * seconds)
+        tasks = [asyncio.create_task(probe_health(start + seconds))]
+        for i in range(total):
+            due = start + i / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(due, queries[i % len(queries)])))
+        await asyncio.gather(*tasks)
+
+
+def run_phase(phase: Phase, url: str, pid: int, queries: list[str], warmup: float) -> PhaseResult:
+    rate, seconds = phase.rate, phase.seconds
+    print(f"[load] {phase.name}: {rate:g} req/s for {seconds:g} s (+{warmup:g} s warm-up)")
+    eta = time.localtime(time.time() + seconds + warmup + 5)
+    print(f"[load]   ETA {time.strftime('%H:%M:%S', eta)}", flush=True)
+    if warmup:
+        asyncio.run(drive(url, queries, rate, warmup, None))
+    result = PhaseResult(phase.name, rate, seconds)
+    result.rss_start, cpu_start = rss_mib(pid), cpu_seconds(pid)
+    started = time.perf_counter()
+    asyncio.run(drive(url, queries, rate, seconds, result))
+    result.seconds = time.perf_counter() - started
+    result.cpu, result.rss_end = cpu_seconds(pid) - cpu_start, rss_mib(pid)
+    return result
+
+
+def report(r: PhaseResult, llm_delay: float | None, offline_cpu: float | None) -> None:
+    lat = r.latencies
+    print(f"== {r.name}: {r.rate:g} req/s offered, {r.seconds:.0f} s")
+    print(
+        f"   requests {r.requests}, ok {len(lat)}, errors {sum(r.errors.values())} {dict(r.errors)}"
+    )
+    print(f"   throughput {len(lat) / r.seconds:.1f} req/s")
+    p50, p95, p99 = pct(lat, 0.5), pct(lat, 0.95), pct(lat, 0.99)
+    print(f"   latency p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
+    if llm_delay:
+        print(f"   p99 / LLM delay {p99 / llm_delay:.2f}")
+    total = sum(r.answers.values()) or 1
+    shares = ", ".join(f"{k} {v} ({v / total:.0%})" for k, v in r.answers.most_common())
+    print(f"   answers: {shares}")
+    print(f"   /health p95 {pct(r.health, 0.95) * 1000:.1f} ms ({len(r.health)} probes)")
+    growth = (r.rss_end - r.rss_start) / r.rss_start
+    print(f"   RSS {r.rss_start:.0f} -> {r.rss_end:.0f} MiB ({growth:+.1%})")
+    line = f"   CPU {r.cpu:.1f} s, {r.cpu_per_request() * 1000:.2f} ms/request"
+    if offline_cpu:
+        line += f" ({r.cpu_per_request() / offline_cpu:.2f}x offline)"
+    print(line, flush=True)
+
+
+@dataclass(frozen=True)
+class Phase:
+    kind: str  # offline (no LLM configured), or the stand-in's mode: answer, hang, fail
+    rate: float
+    seconds: float
+
+    @property
+    def name(self) -> str:
+        return self.kind if self.kind == "offline" else f"LLM {self.kind}"
+
+
+def parse_phases(spec: str, default_seconds: float) -> list[Phase]:
+    phases = []
+    for item in spec.split(","):
+        kind, rate, *seconds = item.split(":")
+        if kind not in ("offline", "answer", "hang", "fail"):
+            raise SystemExit(f"unknown phase kind {kind!r}")
+        phases.append(Phase(kind, float(rate), float(seconds[0]) if seconds else default_seconds))
+    return phases
+
+
+def offline_cpu(results: list[PhaseResult]) -> float | None:
+    """CPU per request of the first offline phase so far: the baseline of the ratios."""
+    return next((r.cpu_per_request() for r in results if r.name == "offline"), None)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "serve-llm":
+        serve_llm(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--phases",
+        default="offline:100,answer:50,answer:100,hang:50:60",
+        help="comma-separated KIND:RATE[:SECONDS], run in order; KIND is offline (no LLM "
+        "configured) or the stand-in LLM's mode: answer (after --llm-delay), hang, fail",
+    )
+    parser.add_argument("--duration", type=float, default=300, help="default seconds per phase")
+    parser.add_argument("--warmup", type=float, default=10, help="seconds before each phase")
+    parser.add_argument("--llm-delay", type=float, default=2.0)
+    parser.add_argument("--shard", type=Path, help="demo shard folder (built there if missing)")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    phases = parse_phases(args.phases, args.duration)
+    queries = [q.query for q in load_queries(DEFAULT_QUERIES)]
+    random.Random(args.seed).shuffle(queries)
+    shard = args.shard or Path(tempfile.mkdtemp(prefix="bench-load-")) / "qdrant"
+    if not shard.exists():
+        started = time.perf_counter()
+        points = build_shard(shard)
+        print(f"[load] demo shard: {points} chunks in {time.perf_counter() - started:.0f} s")
+
+    llm_port = free_port()
+    llm = subprocess.Popen(
+        [sys.executable, __file__, "serve-llm", str(llm_port), str(args.llm_delay), "answer"]
+    )
+    llm_url = f"http://127.0.0.1:{llm_port}/v1"
+    results: list[PhaseResult] = []
+    service: subprocess.Popen[bytes] | None = None
+    offline_service = False
+    try:
+        wait_http(f"http://127.0.0.1:{llm_port}/mode", llm)
+        for phase in phases:
+            offline = phase.kind == "offline"
+            if service is None or offline != offline_service:
+                if service is not None:
+                    stop(service)
+                port = free_port()
+                service = start_service(shard, port, None if offline else llm_url)
+                offline_service = offline
+            if not offline:
+                httpx.post(f"http://127.0.0.1:{llm_port}/mode", json={"mode": phase.kind})
+            url = f"http://127.0.0.1:{port}"
+            result = run_phase(phase, url, service.pid, queries, args.warmup)
+            results.append(result)
+            # Reported as each phase ends: a long run is readable while it goes on.
+            report(result, args.llm_delay if phase.kind == "answer" else None, offline_cpu(results))
+    finally:
+        if service is not None:
+            stop(service)
+        stop(llm)
+
+
+if __name__ == "__main__":
+    main()

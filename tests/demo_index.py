@@ -1,0 +1,62 @@
+"""A searchable index of the demo catalog without a JVM, for tests of the HTTP API.
+
+The chunks are made, embedded and written by the sync's own `ChunkApplier` (the real
+chunker, the real model, the real embedded qdrant-edge engine); only the Hudi table is
+skipped, since the API reads the index and never the table. A service started on it with
+`SYNC_MODE=off` is a read replica, as in production with `python -m app.sync --loop`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from app.core.catalog import COLUMN_NAMES, Product
+from app.core.config import ROOT, Settings
+from app.embedding import Embedder
+from app.store import open_store
+from app.sync.engine import SyncEngine
+
+DEMO_PRODUCTS = ROOT / "data/demo/products.jsonl"
+
+
+def demo_products(every: int = 1) -> list[Product]:
+    """Every `every`-th product of the demo catalog, in file order."""
+    rows = [json.loads(line) for line in DEMO_PRODUCTS.open()][::every]
+    return [Product(**{k: r.get(k) for k in COLUMN_NAMES}) for r in rows]
+
+
+def build_demo_shard(shard: Path, embedder: Embedder, settings: Settings, every: int = 1) -> int:
+    """Write the demo products' chunks into an edge shard at `shard`; returns the point count."""
+    store = open_store(settings.model_copy(update={"qdrant_path": str(shard)}))
+    try:
+        engine = SyncEngine(settings, store, embedder)
+        engine.applier.apply(demo_products(every), {})
+        return store.count()
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True)
+class DemoShard:
+    path: Path
+    points: int
+    products: list[Product]
+
+
+# Every 3rd product (115): enough for filters and ranking, ~5 s to embed.
+DEMO_EVERY = 3
+
+
+# Imported by the test modules that need it (the name differs from the fixture's, as in
+# tests/openai_stub.py, so the import does not trip ruff's F811).
+@pytest.fixture(scope="session", name="demo_shard")
+def demo_shard_fixture(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> DemoShard:
+    """An edge shard holding the demo catalog's chunks (built once per test run)."""
+    root = tmp_path_factory.mktemp("demo-shard")
+    settings = Settings(sync_lock_dir=str(root))
+    points = build_demo_shard(root / "qdrant", embedder, settings, every=DEMO_EVERY)
+    return DemoShard(root / "qdrant", points, demo_products(DEMO_EVERY))
