@@ -13,6 +13,7 @@ from app.embedding import Embedder, load_embedder
 from app.embedding.onnx_query import build_onnx_query_encoder
 from app.llm import Generator, build_generator
 from app.metrics import sync_registry
+from app.query import QueryUnderstanding, build_query_understanding
 from app.retrieval import Retriever
 from app.retrieval.retriever import QueryEncoder
 from app.store import VectorStore, open_store
@@ -29,6 +30,7 @@ class Services:
     embedder: Embedder
     engine: SyncEngine
     retriever: Retriever
+    understanding: QueryUnderstanding
     generator: Generator
     # None when SYNC_MODE=off: another process (python -m app.sync --loop) writes the index.
     runner: SyncRunner | None
@@ -44,6 +46,7 @@ class Services:
         if self.runner is not None:
             await self.runner.stop()
         await self.generator.aclose()
+        await self.understanding.aclose()
         await asyncio.to_thread(self.store.close)
 
 
@@ -81,6 +84,7 @@ def build_services(settings: Settings) -> Services:
         embedder=embedder,
         engine=engine,
         retriever=Retriever(_query_encoder(settings, embedder), store, settings),
+        understanding=build_query_understanding(settings, store),
         generator=build_generator(settings),
         runner=runner,
         metrics_registry=sync_registry(engine),
