@@ -54,6 +54,6 @@ def search_text(query: str, cut: list[tuple[int, int]]) -> str:
             kept.append(query[last:start])
             last = end
     kept.append(query[last:])
-    text = " ".join(" ".join(kept).split())
+    text = re.sub(r"\s+([,;:.!?])", r"\1", " ".join(" ".join(kept).split()))
     text = _EDGE_JUNK_END.sub("", _EDGE_JUNK.sub("", text))
     return text if re.search(r"\w", text) else query
