@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -138,7 +139,8 @@ def test_query_parser_llm_is_wired_from_settings(openai_stub: OpenAIStub, embedd
 
 def test_vocabulary_reads_the_categories_from_the_store(embedder: Any) -> None:
     from app.core.catalog import Product
-    from app.eval.index import build_chunk_index
+    from app.eval.index import build_chunk_index, chunker_for
+    from app.sync.apply import ChunkApplier
 
     settings = Settings(qdrant_path=":memory:")
     empty = open_store(settings)
@@ -154,5 +156,16 @@ def test_vocabulary_reads_the_categories_from_the_store(embedder: Any) -> None:
         settings,
         embedder,
     )
-    assert CategoryVocabulary(store, 300).get() == {"audio", "kitchen"}
+    vocabulary = CategoryVocabulary(store, refresh_seconds=1)
+    assert vocabulary.get() == {"audio", "kitchen"}
+    # A category that arrives later is picked up by a background refresh; callers keep
+    # getting the last list meanwhile, without waiting on the store.
+    ChunkApplier(store, embedder, chunker_for(settings, embedder)).apply(
+        [Product(4, 1, "Hose", "Waters the lawn.", "garden", "Acme", 20.0)], {}
+    )
+    assert vocabulary.get() == {"audio", "kitchen"}
+    deadline = time.monotonic() + 10
+    while vocabulary.get() != {"audio", "kitchen", "garden"}:
+        assert time.monotonic() < deadline, vocabulary.get()
+        time.sleep(0.2)
     store.close()
