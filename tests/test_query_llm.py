@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from app.core.config import Settings
 from app.query import OfflineQueryParser, ParsedQuery
@@ -59,9 +60,15 @@ def as_dict(parsed: ParsedQuery) -> dict[str, object]:
 OFFLINE = {"max_price": 50.0}
 
 
+def parses(outcome: str) -> float:
+    return REGISTRY.get_sample_value("query_parses_total", {"outcome": outcome}) or 0.0
+
+
 def test_a_valid_parse_is_used(openai_stub: OpenAIStub) -> None:
     openai_stub.respond(answer())
+    ok_before = parses("llm_ok")
     parsed = run_parse(openai_stub)
+    assert parses("llm_ok") == ok_before + 1
     assert parsed.parser == "llm"
     assert parsed.search_text == "headphones for the gym"
     assert as_dict(parsed) == {"max_price": 50.0, "price_preference": "low", "category": "audio"}
@@ -98,7 +105,9 @@ def test_malformed_or_hostile_parses_fall_back_to_offline(
     openai_stub: OpenAIStub, behaviour: Any
 ) -> None:
     openai_stub.respond(behaviour)
+    counts_before = parses("llm_rejected") + parses("llm_failed")
     parsed = run_parse(openai_stub, timeout=1.0)
+    assert parses("llm_rejected") + parses("llm_failed") == counts_before + 1
     assert parsed.parser == "offline"
     assert as_dict(parsed) == OFFLINE
     assert parsed.search_text == "headphones for the gym, nothing fancy"

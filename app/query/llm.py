@@ -20,6 +20,7 @@ import openai
 from openai import AsyncOpenAI
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.query.metrics import record_parse
 from app.query.phrasebook import Phrasebook, load_phrasebook
 from app.query.types import Constraint, ConstraintField, ParsedQuery
 
@@ -88,11 +89,16 @@ class LLMQueryParser:
             async with asyncio.timeout(self.timeout_seconds):
                 raw = await self._complete(query, categories)
             parsed = LLMParse.model_validate(json.loads(raw))
-            return self._grounded(query, parsed, categories, fallback)
+            grounded = self._grounded(query, parsed, categories, fallback)
         except (TimeoutError, openai.APIError) as e:
+            record_parse("llm_failed")
             logger.warning("LLM query parse failed (%r); using the offline parse", e)
         except (ValueError, ValidationError) as e:  # JSONDecodeError is a ValueError
+            record_parse("llm_rejected")
             logger.warning("LLM query parse rejected (%s); using the offline parse", e)
+        else:
+            record_parse("llm_ok")
+            return grounded
         return fallback
 
     async def aclose(self) -> None:

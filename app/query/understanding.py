@@ -8,6 +8,7 @@ import logging
 from app.core.config import Settings
 from app.query.category import CategoryVocabulary
 from app.query.llm import LLMQueryParser
+from app.query.metrics import record_parse
 from app.query.offline import OfflineQueryParser
 from app.query.phrasebook import load_phrasebook
 from app.query.types import ParsedQuery
@@ -41,6 +42,7 @@ class QueryUnderstanding:
         categories = await asyncio.to_thread(self.vocabulary.get)
         parsed = self.offline.parse(query, categories)
         if self.llm is None:
+            record_parse("offline")
             return parsed
         return await self.llm.parse(query, categories, fallback=parsed)
 
