@@ -205,6 +205,7 @@ BAD_BODIES: dict[str, tuple[bytes, int, str]] = {
         422,
         "min_price must not be greater",
     ),
+    "unknown parsed field": (b'{"query": "tent", "ignore_parsed": ["brand"]}', 422, "ignore"),
     "malformed JSON": (b'{"query": "tent",', 400, "malformed JSON"),
     "empty body": (b"", 422, "required"),
 }
@@ -282,6 +283,68 @@ def test_category_with_no_products_gives_an_empty_answer(service: Service) -> No
     r = service.recommend({"query": "tent", "filters": {"category": "spaceships"}})
     assert r.status_code == 200
     assert r.json()["products"] == []
+
+
+# --- constraints written in words ----------------------------------------------------------
+def test_a_budget_in_words_becomes_a_filter_and_is_reported(service: Service) -> None:
+    r = service.recommend({"query": "waterproof earbuds for swimming under $50", "top_k": 5})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["search_text"] == "waterproof earbuds for swimming"
+    assert body["query_parser"] == "offline" and body["nearest_matches"] is False
+    assert body["filters_applied"] == [
+        {
+            "field": "max_price",
+            "value": 50.0,
+            "source": "query",
+            "label": "≤ $50",
+            "text": "under $50",
+            "hard": True,
+        }
+    ]
+    ids = [p["id"] for p in body["products"]]
+    assert INJECTION_ID in ids  # the $19 swimming earbuds
+    assert all(p["price"] <= 50 for p in body["products"])
+    # /search understands the same words the same way.
+    search = service.client.post("/search", json={"query": "waterproof earbuds under $50"})
+    assert search.json()["filters_applied"][0]["value"] == 50.0
+
+
+def test_an_explicit_max_price_overrides_the_parsed_one(service: Service) -> None:
+    r = service.client.post(
+        "/search",
+        json={"query": "headphones under $300", "top_k": 10, "filters": {"max_price": 60}},
+    )
+    body = r.json()
+    assert [(f["field"], f["value"], f["source"]) for f in body["filters_applied"]] == [
+        ("max_price", 60, "request")
+    ]
+    assert body["products"] and all(p["price"] <= 60 for p in body["products"])
+
+
+def test_a_removed_constraint_is_not_parsed_again(service: Service) -> None:
+    query = {"query": "headphones under $25", "top_k": 10}
+    kept = service.client.post("/search", json=query).json()
+    removed = service.client.post("/search", json={**query, "ignore_parsed": ["max_price"]})
+    assert all(p["price"] <= 25 for p in kept["products"])
+    assert removed.json()["filters_applied"] == []
+    assert any(p["price"] > 25 for p in removed.json()["products"])
+
+
+def test_nothing_inside_the_budget_says_so_and_labels_the_nearest_matches(
+    service: Service,
+) -> None:
+    r = service.recommend({"query": "a tent for camping under $2", "top_k": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["nearest_matches"] is True
+    assert body["message"].startswith("Nothing in the catalog matches your request at ≤ $2.")
+    assert body["products"] and all(p["price"] > 2 for p in body["products"])
+    # The same holds for an explicit bound.
+    explicit = service.client.post(
+        "/search", json={"query": "a tent for camping", "filters": {"max_price": 1}}
+    )
+    assert explicit.json()["nearest_matches"] is True
 
 
 # --- admin -------------------------------------------------------------------------------

@@ -2,11 +2,12 @@
 
 One Spark-written Hudi table and one uvicorn server per module: the table holds every
 20th demo product plus product 900, whose seller text carries `<script>` and
-`<img onerror=...>`. The embedded sync mirrors it into an in-memory Qdrant, and the
-`openai` generator talks to the local stub server (echo answers cite `[id:N]`).
+`<img onerror=...>`, and product 901, running shoes under $100. The embedded sync
+mirrors it into an in-memory Qdrant, and the `openai` generator talks to the local
+stub server (echo answers cite `[id:N]`).
 
 Screenshots land in artifacts/ (gitignored): web_desktop.png, web_phone.png,
-web_degraded.png — look at them when the page changes.
+web_degraded.png, web_filter_chip.png — look at them when the page changes.
 
 Needs Debian's chromium (/usr/bin/chromium) and the `playwright` Python package; no
 browser is downloaded (`playwright install` is never run).
@@ -75,9 +76,21 @@ XSS_PRODUCT = {
 }
 
 
+# The sample's only running shoes cost $130.49; these give "under $100" something to find.
+BUDGET_SHOES = {
+    "id": 901,
+    "ts": 1,
+    "name": "Stridewell Easy Miles Road Running Shoes",
+    "description": "Cushioned road running shoes for easy miles and a first 10k.",
+    "category": "sports",
+    "brand": "Stridewell",
+    "price": 79.0,
+}
+
+
 def catalog() -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in (ROOT / "data/demo/products.jsonl").open()][::20]
-    rows.append(XSS_PRODUCT)
+    rows += [XSS_PRODUCT, BUDGET_SHOES]
     return [{k: r.get(k, 1) for k in COLUMN_NAMES} for r in rows]
 
 
@@ -287,3 +300,67 @@ def test_network_failure_shows_a_clear_message(browser: Browser, site: str) -> N
     page.click("#submit")
     expect(page.locator("#status")).to_contain_text("Could not reach the shop.")
     expect(page.locator("#submit")).to_be_enabled()
+
+
+# --- constraints heard in the words ------------------------------------------------------
+SHOES = "Rallyline Vista Cushioned Trail Running Shoes"  # $130.49
+
+
+def test_a_budget_in_words_shows_a_chip_and_removing_it_searches_without_it(
+    browser: Browser, site: str
+) -> None:
+    page = open_page(browser, site)
+    sent = recommend_requests(page)
+    ask(page, "running shoes under $100")
+
+    chip = page.locator(".filter-chip", has_text="≤ $100")
+    expect(chip).to_be_visible()
+    assert chip.get_attribute("data-source") == "query"
+    assert json.loads(sent[0].post_data or "") == {"query": "running shoes under $100"}
+    names = card_names(page)
+    assert names[0] == BUDGET_SHOES["name"] and SHOES not in names
+    assert all(PRICES[n] <= 100 for n in names)
+    expect(page.locator("#nearest")).to_be_hidden()
+    screenshot(page, "web_filter_chip.png")
+
+    with page.expect_response("**/recommend"):
+        chip.get_by_role("button", name="Remove filter ≤ $100").click()
+    expect(page.locator("#submit")).to_be_enabled()
+    assert json.loads(sent[-1].post_data or "") == {
+        "query": "running shoes under $100",
+        "ignore_parsed": ["max_price"],
+    }
+    expect(page.locator(".filter-chip")).to_have_count(0)
+    expect(page.locator("#applied")).to_be_hidden()
+    assert SHOES in card_names(page)
+    assert page.input_value("#query") == "running shoes under $100"  # the words are kept
+
+    # A new question is understood afresh.
+    ask(page, "running shoes under $150")
+    assert json.loads(sent[-1].post_data or "") == {"query": "running shoes under $150"}
+    expect(page.locator(".filter-chip", has_text="≤ $150")).to_be_visible()
+
+
+def test_an_impossible_budget_shows_nearest_matches_labelled(browser: Browser, site: str) -> None:
+    page = open_page(browser, site)
+    ask(page, "running shoes under $5")
+    expect(page.locator("#nearest")).to_be_visible()
+    expect(page.locator("#nearest")).to_contain_text("Nothing matches ≤ $5")
+    cards = page.locator(".card")
+    assert cards.count() >= 1
+    expect(cards.first.locator(".pill--outside")).to_have_text("Outside your price range")
+    assert all(PRICES[n] > 5 for n in card_names(page))
+
+
+def test_a_form_filter_chip_clears_the_form_field(browser: Browser, site: str) -> None:
+    page = open_page(browser, site)
+    sent = recommend_requests(page)
+    page.fill("#max-price", "60")
+    ask(page, "a gift for a dog")
+    chip = page.locator('.filter-chip[data-source="request"]')
+    expect(chip).to_have_text("≤ $60×")
+    with page.expect_response("**/recommend"):
+        chip.get_by_role("button").click()
+    expect(page.locator("#submit")).to_be_enabled()
+    assert page.input_value("#max-price") == ""
+    assert json.loads(sent[-1].post_data or "") == {"query": "a gift for a dog"}

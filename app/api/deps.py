@@ -11,6 +11,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from app.api.services import Services
 from app.core.config import Settings
 from app.llm import Generator
+from app.query import QueryUnderstanding
 from app.retrieval import Retriever
 
 
@@ -36,9 +37,14 @@ def get_generator(services: ServicesDep) -> Generator:
     return services.generator
 
 
+def get_understanding(services: ServicesDep) -> QueryUnderstanding:
+    return services.understanding
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RetrieverDep = Annotated[Retriever, Depends(get_retriever)]
 GeneratorDep = Annotated[Generator, Depends(get_generator)]
+UnderstandingDep = Annotated[QueryUnderstanding, Depends(get_understanding)]
 
 # auto_error=False: a missing key is our 401 with a message, and no key is fine when
 # API_KEY is unset.

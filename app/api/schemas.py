@@ -8,6 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.api.text import SafeText
 from app.llm.types import DegradedReason, GeneratorName, RetrievedProduct
+from app.query import AppliedFilter, ConstraintField
+from app.query.plan import FilterSource
+from app.query.types import ParserName
 from app.store import SearchFilter
 
 
@@ -48,7 +51,14 @@ class RecommendRequest(BaseModel):
     top_k: int | None = Field(
         None, ge=1, strict=True, description="Products wanted (1..MAX_TOP_K)."
     )
-    filters: RecommendFilters | None = None
+    filters: RecommendFilters | None = Field(
+        None, description="Explicit filters; each one wins over the same one heard in the query."
+    )
+    ignore_parsed: list[ConstraintField] = Field(
+        default_factory=list,
+        max_length=4,
+        description="Constraints heard in the query to leave out (a chip the shopper removed).",
+    )
 
     @field_validator("query")
     @classmethod
@@ -81,9 +91,39 @@ class ProductOut(BaseModel):
         )
 
 
+class FilterApplied(BaseModel):
+    """A filter the search used, and where it came from."""
+
+    field: ConstraintField
+    value: str | float
+    source: FilterSource = Field(description="query: heard in the words; request: `filters`.")
+    label: str = Field(description='For display, e.g. "≤ $100".')
+    text: str | None = Field(description="The shopper's words it was heard in (query only).")
+    hard: bool = Field(description="Hard filters exclude; the soft price preference reorders.")
+
+    @classmethod
+    def of(cls, f: AppliedFilter) -> FilterApplied:
+        return cls(
+            field=f.field,
+            value=f.value,
+            source=f.source,
+            label=f.label,
+            text=f.text or None,
+            hard=f.hard,
+        )
+
+
 class SearchResponse(BaseModel):
     success: Literal[True] = True
     query: str
+    search_text: str = Field(description="What was searched for once the constraints were cut.")
+    query_parser: ParserName
+    filters_applied: list[FilterApplied]
+    nearest_matches: bool = Field(
+        False,
+        description="True when no product met the hard price filters: `products` are the "
+        "nearest matches outside them.",
+    )
     products: list[ProductOut]
 
 

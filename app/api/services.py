@@ -14,6 +14,7 @@ from app.embedding.onnx_query import build_onnx_query_encoder
 from app.llm import Generator, OpenAIGenerator, build_generator
 from app.llm.metrics import LLMStateCollector
 from app.metrics import sync_registry
+from app.query import QueryUnderstanding, build_query_understanding
 from app.retrieval import Retriever
 from app.retrieval.retriever import QueryEncoder
 from app.store import VectorStore, open_store
@@ -30,6 +31,7 @@ class Services:
     embedder: Embedder
     engine: SyncEngine
     retriever: Retriever
+    understanding: QueryUnderstanding
     generator: Generator
     # None when SYNC_MODE=off: another process (python -m app.sync --loop) writes the index.
     runner: SyncRunner | None
@@ -45,6 +47,7 @@ class Services:
         if self.runner is not None:
             await self.runner.stop()
         await self.generator.aclose()
+        await self.understanding.aclose()
         await asyncio.to_thread(self.store.close)
 
 
@@ -86,6 +89,7 @@ def build_services(settings: Settings) -> Services:
         embedder=embedder,
         engine=engine,
         retriever=Retriever(_query_encoder(settings, embedder), store, settings),
+        understanding=build_query_understanding(settings, store),
         generator=generator,
         runner=runner,
         metrics_registry=registry,

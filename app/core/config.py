@@ -75,6 +75,16 @@ class Settings(BaseSettings):
     similarity_threshold: float = Field(0.25, ge=-1.0, le=1.0)
     max_chunks_per_product: int = Field(3, ge=1, le=10)
 
+    # --- query understanding (app/query) ------------------------------------------------
+    # offline: rules (app/query/phrasebook.json); llm: a validated JSON parse by the
+    # OPENAI_* model, falling back to the rules on any failure.
+    query_parser: Literal["offline", "llm"] = "offline"
+    query_parse_timeout_seconds: float = Field(3.0, gt=0)
+    # How often the catalog's category list is re-read from the store.
+    category_refresh_seconds: float = Field(300.0, ge=1)
+    # Currency the catalog's prices are in (labels only: stated amounts are not converted).
+    catalog_currency: str = "USD"
+
     # --- generation ---------------------------------------------------------------------
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None

@@ -3,6 +3,7 @@
 python -m app.eval                                  # demo files, in-memory index
 python -m app.eval --queries Q --qrels R --products FILE
 python -m app.eval --use-store                      # rank with the configured store
+python -m app.eval --constraints FILE               # the labelled constraint queries
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from pathlib import Path
 from app.core.config import get_settings
 from app.core.logging import configure_logging
 from app.embedding import load_embedder
+from app.eval.constraints import (
+    DEFAULT_CONSTRAINTS,
+    load_constraint_cases,
+    report_constraints,
+)
 from app.eval.data import (
     DEFAULT_PRODUCTS,
     DEFAULT_QRELS,
@@ -47,6 +53,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="rank with the configured store (QDRANT_URL/QDRANT_PATH) instead of a fresh index",
     )
+    p.add_argument(
+        "--constraints",
+        type=Path,
+        default=DEFAULT_CONSTRAINTS,
+        help="labelled constraint queries: parse accuracy and budget violations",
+    )
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--per-query", action="store_true", help="print every query's two scores")
     return p.parse_args(argv)
@@ -70,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         queries, qrels = load_queries(args.queries), load_qrels(args.qrels)
         products = load_products(args.products)
+        cases = load_constraint_cases(args.constraints)
     except (OSError, ValueError, KeyError) as e:
         print(f"error: cannot read eval files: {e}", file=sys.stderr)
         return 2
@@ -87,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         retriever = Retriever(embedder, store, settings)
         report = evaluate(queries, qrels, retriever, WholeTextIndex(products, embedder), k=args.k)
+        constraint_lines = report_constraints(cases, queries, qrels, store, retriever, args.k)
     finally:
         store.close()
     print(
@@ -95,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(products)} products, {time.perf_counter() - started:.1f}s"
     )
     _print(report, args.per_query)
+    print("\n".join(constraint_lines))
     return 0
 
 

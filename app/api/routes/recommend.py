@@ -1,22 +1,35 @@
-"""POST /recommend (retrieval + written answer) and POST /search (retrieval only)."""
+"""POST /recommend (retrieval + written answer) and POST /search (retrieval only).
+
+Both parse the query first (app/query): constraints written in words become filters,
+explicit `filters` win, and the response lists every filter applied with its source.
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from fastapi import APIRouter, HTTPException, status
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import GeneratorDep, RetrieverDep, SettingsDep
+from app.api.deps import GeneratorDep, RetrieverDep, SettingsDep, UnderstandingDep
 from app.api.schemas import (
     ErrorResponse,
+    FilterApplied,
     ProductOut,
     RecommendRequest,
     RecommendResponse,
     SearchResponse,
 )
 from app.core.config import Settings
-from app.llm.types import RetrievedProduct
+from app.query import (
+    FilterPlan,
+    ParsedQuery,
+    QueryUnderstanding,
+    SearchOutcome,
+    constrained_retrieve,
+    plan_filters,
+)
 from app.retrieval import Retriever
 from app.store import StoreError
 
@@ -29,9 +42,28 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 
-async def _retrieve(
-    body: RecommendRequest, retriever: Retriever, settings: Settings
-) -> list[RetrievedProduct]:
+@dataclass(frozen=True, slots=True)
+class _Searched:
+    parsed: ParsedQuery
+    plan: FilterPlan
+    outcome: SearchOutcome
+
+    def response_fields(self) -> dict[str, object]:
+        return {
+            "search_text": self.parsed.search_text,
+            "query_parser": self.parsed.parser,
+            "filters_applied": [FilterApplied.of(f) for f in self.plan.applied],
+            "nearest_matches": self.outcome.nearest,
+            "products": [ProductOut.of(p) for p in self.outcome.products],
+        }
+
+
+async def _search(
+    body: RecommendRequest,
+    retriever: Retriever,
+    understanding: QueryUnderstanding,
+    settings: Settings,
+) -> _Searched:
     # Limits that come from settings cannot live in the static request model.
     if len(body.query) > settings.max_query_chars:
         raise HTTPException(
@@ -44,41 +76,65 @@ async def _retrieve(
             status.HTTP_422_UNPROCESSABLE_CONTENT,
             f"top_k: must be between 1 and {settings.max_top_k}",
         )
-    flt = body.filters.to_search_filter() if body.filters else None
+    parsed = await understanding.parse(body.query)
+    plan = plan_filters(
+        parsed,
+        body.filters.to_search_filter() if body.filters else None,
+        body.ignore_parsed,
+        understanding.currency_symbol,
+    )
     try:
         # Embedding and search are blocking CPU work: off the event loop.
-        return await run_in_threadpool(retriever.retrieve, body.query, top_k, flt)
+        outcome = await run_in_threadpool(
+            constrained_retrieve, retriever, parsed.search_text, top_k, plan
+        )
     except StoreError as e:
         logger.error("retrieval failed: %s", e)
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE, f"vector store unavailable: {e}"
         ) from e
+    return _Searched(parsed, plan, outcome)
+
+
+def nearest_notice(plan: FilterPlan) -> str:
+    bounds = " and ".join(f.label for f in plan.applied if f.field in ("min_price", "max_price"))
+    return (
+        f"Nothing in the catalog matches your request at {bounds}. "
+        "These are the nearest matches, outside that price range. "
+    )
 
 
 @router.post("/recommend", response_model=RecommendResponse, responses=_ERRORS)
 async def recommend(
     body: RecommendRequest,
     retriever: RetrieverDep,
+    understanding: UnderstandingDep,
     generator: GeneratorDep,
     settings: SettingsDep,
 ) -> RecommendResponse:
     """Recommend products for a plain-language request, with a short written answer."""
-    products = await _retrieve(body, retriever, settings)
-    answer = await generator.generate(body.query, products)
+    searched = await _search(body, retriever, understanding, settings)
+    answer = await generator.generate(body.query, searched.outcome.products)
+    message = answer.message
+    if searched.outcome.nearest:
+        message = nearest_notice(searched.plan) + message
     return RecommendResponse(
         query=body.query,
-        message=answer.message,
-        products=[ProductOut.of(p) for p in products],
+        message=message,
         generator=answer.generator,
         degraded=answer.degraded,
         degraded_reason=answer.reason,
+        **searched.response_fields(),
     )
 
 
 @router.post("/search", response_model=SearchResponse, responses=_ERRORS)
 async def search(
-    body: RecommendRequest, retriever: RetrieverDep, settings: SettingsDep
+    body: RecommendRequest,
+    retriever: RetrieverDep,
+    understanding: UnderstandingDep,
+    settings: SettingsDep,
 ) -> SearchResponse:
     """Retrieval only: the products /recommend would use, without the written answer."""
-    products = await _retrieve(body, retriever, settings)
-    return SearchResponse(query=body.query, products=[ProductOut.of(p) for p in products])
+    searched = await _search(body, retriever, understanding, settings)
+    return SearchResponse(query=body.query, **searched.response_fields())

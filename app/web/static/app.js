@@ -29,9 +29,17 @@
   const productsHead = $("products-head");
   const productsList = $("products");
   const productsCount = $("products-count");
+  const applied = $("applied");
+  const appliedList = $("applied-list");
+  const nearest = $("nearest");
 
   // The request being answered; a newer question aborts it and its late reply is ignored.
   let inFlight = null;
+  // Constraints heard in the words that the shopper removed (chips taken off); they stay
+  // off until the question itself changes.
+  let ignoredParsed = new Set();
+  let askedText = null;
+  const FORM_FIELDS = { category: category, min_price: minPrice, max_price: maxPrice };
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -98,6 +106,9 @@
     }
     const body = { query: text };
     if (Object.keys(filters).length) body.filters = filters;
+    if (text !== askedText) ignoredParsed = new Set();
+    askedText = text;
+    if (ignoredParsed.size) body.ignore_parsed = [...ignoredParsed];
     return body;
   }
 
@@ -109,6 +120,8 @@
     if (!loading) return;
     answer.hidden = true;
     productsHead.hidden = true;
+    applied.hidden = true;
+    nearest.hidden = true;
     showStatus("loading", "Looking through the catalogue…");
     const skeletons = [];
     for (let i = 0; i < 3; i += 1) skeletons.push(el("li", "card card--skeleton"));
@@ -192,7 +205,44 @@
     answerText.replaceChildren(...nodes);
   }
 
-  function productCard(product, rank) {
+  // Taking a chip off asks again without it: a parsed constraint is ignored from then on,
+  // a form filter is cleared in the form.
+  function removeFilter(filter) {
+    if (filter.source === "query") {
+      ignoredParsed.add(filter.field);
+    } else if (FORM_FIELDS[filter.field]) {
+      FORM_FIELDS[filter.field].value = "";
+    }
+    form.requestSubmit();
+  }
+
+  function filterChip(filter) {
+    const item = el("li", filter.hard ? "filter-chip" : "filter-chip filter-chip--soft");
+    item.dataset.field = String(filter.field);
+    item.dataset.source = String(filter.source);
+    const label = el("span", "filter-chip__label", filter.label);
+    if (filter.source === "query" && filter.text) label.title = `From your words: “${filter.text}”`;
+    const remove = el("button", "filter-chip__remove", "×");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Remove filter ${filter.label}`);
+    remove.addEventListener("click", () => removeFilter(filter));
+    item.append(label, remove);
+    return item;
+  }
+
+  function renderApplied(data) {
+    const filters = Array.isArray(data.filters_applied) ? data.filters_applied : [];
+    appliedList.replaceChildren(...filters.map(filterChip));
+    applied.hidden = filters.length === 0;
+    nearest.hidden = !data.nearest_matches;
+    if (data.nearest_matches) {
+      const bounds = filters.filter((f) => f.hard && /_price$/.test(f.field)).map((f) => f.label);
+      nearest.textContent =
+        `Nothing matches ${bounds.join(" and ")}. These are the nearest matches, outside it.`;
+    }
+  }
+
+  function productCard(product, rank, outside) {
     const card = el("li", "card");
     card.id = `product-${product.id}`;
     card.dataset.productId = String(product.id);
@@ -200,6 +250,7 @@
     const meta = el("div", "card__meta");
     meta.append(el("span", "card__rank", `#${rank}`));
     if (product.category) meta.append(el("span", "pill", product.category));
+    if (outside) meta.append(el("span", "pill pill--outside", "Outside your price range"));
     card.append(meta);
 
     card.append(el("h3", "card__name", product.name));
@@ -242,7 +293,9 @@
     notice.classList.toggle("notice--warn", Boolean(data.degraded));
     answer.hidden = false;
 
-    productsList.replaceChildren(...products.map((p, i) => productCard(p, i + 1)));
+    renderApplied(data);
+    const outside = Boolean(data.nearest_matches);
+    productsList.replaceChildren(...products.map((p, i) => productCard(p, i + 1, outside)));
     productsHead.hidden = products.length === 0;
     productsCount.textContent = `(${products.length})`;
     if (!products.length) {

@@ -1,0 +1,59 @@
+"""The offline parser: constraints heard by rule, no model (the default)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from app.query.category import CategoryMatcher
+from app.query.phrasebook import Phrasebook, alternation, load_phrasebook
+from app.query.price import PriceParser, price_constraints
+from app.query.types import Constraint, ParsedQuery
+
+# Left dangling at the edges once a budget phrase is cut out ("headphones with", "for").
+_EDGE_JUNK = re.compile(r"^(?:[\s,;:.!?-]|(?:and|or|but|with|for|at|of|in)\b)+", re.I)
+_EDGE_JUNK_END = re.compile(r"(?:[\s,;:-]|\b(?:and|or|but|with|for|at|of|in|a|an)\b)+$", re.I)
+
+
+class OfflineQueryParser:
+    def __init__(self, book: Phrasebook | None = None) -> None:
+        self.book = book or load_phrasebook()
+        self.prices = PriceParser(self.book)
+        self.categories = CategoryMatcher(self.book)
+        self._soft = re.compile(
+            rf"(?<![\w-])(?:{alternation(self.book.soft_cheap)})(?![\w-])", re.I
+        )
+
+    def parse(self, query: str, categories: Iterable[str] = ()) -> ParsedQuery:
+        """Split `query` into a search text and the constraints it states.
+
+        Args:
+            query: the shopper's words.
+            categories: the catalog's categories (a category is only heard if it is one).
+        """
+        matches = self.prices.find(query)
+        constraints = price_constraints(query, matches)
+        cut = [(m.start, m.end) for m in matches]
+        soft = [
+            m for m in self._soft.finditer(query) if not any(s <= m.start() < e for s, e in cut)
+        ]
+        if soft:
+            constraints.append(Constraint("price_preference", "low", soft[0].group(0)))
+            cut += [(m.start(), m.end()) for m in soft]
+        category = self.categories.find(query, categories)
+        if category is not None:
+            constraints.append(category)
+        return ParsedQuery(query, search_text(query, cut), tuple(constraints), "offline")
+
+
+def search_text(query: str, cut: list[tuple[int, int]]) -> str:
+    """`query` without the constraint phrases; the query itself if nothing would remain."""
+    kept, last = [], 0
+    for start, end in sorted(cut):
+        if start >= last:
+            kept.append(query[last:start])
+            last = end
+    kept.append(query[last:])
+    text = re.sub(r"\s+([,;:.!?])", r"\1", " ".join(" ".join(kept).split()))
+    text = _EDGE_JUNK_END.sub("", _EDGE_JUNK.sub("", text))
+    return text if re.search(r"\w", text) else query

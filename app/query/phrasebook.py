@@ -1,0 +1,53 @@
+"""The offline parser's vocabulary, read from phrasebook.json (data, so it grows without code)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+PHRASEBOOK_PATH = Path(__file__).with_name("phrasebook.json")
+
+
+def alternation(phrases: list[str] | set[str]) -> str:
+    """A regex alternation of literal phrases, longest first (so "less than" beats "less")."""
+    ordered = sorted({p.lower() for p in phrases}, key=len, reverse=True)
+    # Inner spaces match any run of whitespace: people type "less  than".
+    return "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in ordered)
+
+
+@dataclass(frozen=True)
+class Phrasebook:
+    currency_symbols: dict[str, str]
+    currency_words: dict[str, str]
+    currency_display: dict[str, str]
+    upper_bound: list[str]
+    upper_bound_after: list[str]
+    upper_bound_currency_only: list[str]
+    lower_bound: list[str]
+    lower_bound_after: list[str]
+    approximately: list[str]
+    range_joiners: list[str]
+    range_openers: list[str]
+    around_band: float
+    soft_cheap: list[str]
+    number_units_not_price: list[str]
+    not_price_context_before: list[str]
+    category_kind_words: list[str]
+    category_blocking_words_before: list[str]
+    determiners: list[str]
+    function_words: list[str]
+    number_words: dict[str, float]
+
+    def currency_of(self, token: str) -> str | None:
+        t = token.lower().strip()
+        return self.currency_symbols.get(t) or self.currency_words.get(t)
+
+
+@lru_cache
+def load_phrasebook(path: Path = PHRASEBOOK_PATH) -> Phrasebook:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw.pop("_about", None)
+    return Phrasebook(**raw)

@@ -1,0 +1,75 @@
+"""The query-understanding step in front of retrieval, built once per process from settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from app.core.config import Settings
+from app.query.category import CategoryVocabulary
+from app.query.llm import LLMQueryParser
+from app.query.metrics import record_parse
+from app.query.offline import OfflineQueryParser
+from app.query.phrasebook import load_phrasebook
+from app.query.types import ParsedQuery
+from app.store import VectorStore
+
+logger = logging.getLogger(__name__)
+
+
+class QueryUnderstanding:
+    """Args:
+    vocabulary: the catalog's categories.
+    offline: the rule parser; always runs, and is the answer unless `llm` gives a valid one.
+    llm: the optional model parse (QUERY_PARSER=llm).
+    currency_symbol: the catalog's, for the labels of the filters applied.
+    """
+
+    def __init__(
+        self,
+        vocabulary: CategoryVocabulary,
+        offline: OfflineQueryParser,
+        llm: LLMQueryParser | None = None,
+        currency_symbol: str = "$",
+    ) -> None:
+        self.vocabulary = vocabulary
+        self.offline = offline
+        self.llm = llm
+        self.currency_symbol = currency_symbol
+
+    async def parse(self, query: str) -> ParsedQuery:
+        # The first call (and one every CATEGORY_REFRESH_SECONDS) scrolls the store.
+        categories = await asyncio.to_thread(self.vocabulary.get)
+        parsed = self.offline.parse(query, categories)
+        if self.llm is None:
+            record_parse("offline")
+            return parsed
+        return await self.llm.parse(query, categories, fallback=parsed)
+
+    async def aclose(self) -> None:
+        if self.llm is not None:
+            await self.llm.aclose()
+
+
+def build_query_understanding(settings: Settings, store: VectorStore) -> QueryUnderstanding:
+    book = load_phrasebook()
+    symbol = book.currency_display.get(settings.catalog_currency, f"{settings.catalog_currency} ")
+    llm = None
+    if settings.query_parser == "llm":
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else ""
+        if key:
+            llm = LLMQueryParser(
+                api_key=key,
+                model=settings.openai_model,
+                base_url=settings.openai_base_url or None,
+                timeout_seconds=settings.query_parse_timeout_seconds,
+                book=book,
+            )
+        else:
+            logger.warning("QUERY_PARSER=llm needs OPENAI_API_KEY; parsing queries offline")
+    return QueryUnderstanding(
+        CategoryVocabulary(store, settings.category_refresh_seconds),
+        OfflineQueryParser(book),
+        llm,
+        symbol,
+    )
