@@ -184,6 +184,8 @@ def run_ingest(
     writer = BatchWriter(spark, config)
     files = (
         spark.readStream.format("binaryFile")
+        # A streaming source wants its schema given; this is binaryFile's own.
+        .schema("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY")
         .option("recursiveFileLookup", "true")
         .option("maxFilesPerTrigger", config.max_files_per_batch)
         .load(config.landing)

@@ -168,29 +168,44 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    parsed = F.from_json("value", "map<string,string>")
-    entries = F.map_entries(parsed)
-
-    def pick(column: str) -> Column:
-        names = [alias for alias, target in ALIASES.items() if target == column]
-
-        def first_with(keys: list[str]) -> Column:
-            norm = lambda e: F.regexp_replace(F.lower(F.trim(e.key)), "[ -]", "_")  # noqa: E731
-            return F.element_at(F.filter(entries, lambda e: norm(e).isin(*keys)), 1).value
-
-        # The key spelled like the table column wins over its aliases.
-        return F.coalesce(first_with([column]), first_with(names))
-
+    # In steps, so that each line is parsed once and each key normalized once (the
+    # optimizer does not merge projections that would repeat an expensive expression).
     extra = [c for c in lines.columns if c != "value"]  # kept, e.g. a caller's row number
-    return lines.filter(F.trim("value") != "").select(
+    parsed = lines.filter(F.trim("value") != "").select(
         *extra,
         (source if source is not None else F.input_file_name()).alias(SOURCE),
         F.col("value").alias(ROW),
-        F.when(parsed.isNull(), F.lit(NOT_JSON_OBJECT)).alias("_malformed"),
+        F.from_json("value", "map<string,string>").alias("_parsed"),
+    )
+    entries = parsed.select(
+        *extra,
+        SOURCE,
+        ROW,
+        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT)).alias("_malformed"),
+        F.transform(
+            F.map_entries("_parsed"),
+            lambda e: F.struct(
+                F.regexp_replace(F.lower(F.trim(e.key)), "[ -]", "_").alias("k"),
+                e.value.alias("v"),
+            ),
+        ).alias("_entries"),
+    )
+
+    def first_with(keys: list[str]) -> Column:
+        return F.element_at(F.filter("_entries", lambda e: e.k.isin(*keys)), 1).v
+
+    def pick(column: str) -> Column:
+        # The key spelled like the table column wins over its aliases.
+        aliases = [alias for alias, target in ALIASES.items() if target == column]
+        return F.coalesce(first_with([column]), first_with(aliases))
+
+    return entries.select(
+        *extra,
+        SOURCE,
+        ROW,
+        "_malformed",
         *(pick(c).alias(c) for c in COLUMN_NAMES),
-        F.element_at(
-            F.filter(entries, lambda e: F.lower(F.trim(e.key)).isin(*OP_NAMES)), 1
-        ).value.alias(OP),
+        first_with(list(OP_NAMES)).alias(OP),
     )
 
 
