@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -218,7 +219,7 @@ def check_file(spark: SparkSession, file: str, fmt: InputFormat) -> None:
 
 
 def _group_by_columns(
-    spark: SparkSession, files: list[str], columns_of: Any
+    spark: SparkSession, files: list[str], columns_of: Callable[[SparkSession, str], list[str]]
 ) -> list[tuple[list[str], list[str]]]:
     """(files, their columns), one group per distinct column list: one Spark read each."""
     groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
@@ -257,7 +258,9 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0][:200]
 
 
-def _mapped_select(mapping: dict[str, str], columns: list[str], source_col: Any) -> list[Column]:
+def _mapped_select(
+    mapping: dict[str, str], columns: list[str], source_col: Callable[[str], Column]
+) -> list[Column]:
     """The table columns (and `_op`) as STRING, from the mapped source columns or null."""
     from pyspark.sql import functions as F
 
