@@ -1,68 +1,143 @@
-"""Benchmark: upsert N generated products into a fresh Hudi table with the real job.
+"""Benchmark: the upsert job against a plain Hudi bulk insert of the same rows.
 
-    .venv/bin/python bench/spark_upsert.py [--count 100000] [--seed 42] [--table-type ...]
+    flock /tmp/bench.lock .venv/bin/python bench/spark_upsert.py [--counts 100000 1000000]
 
-Prints the generation time (pure Python, the baseline), the upsert time (read + validate +
-Spark/Hudi commit, JVM start excluded) and rows/s. A figure, not a test: compare ratios
-measured in one run.
+For each count N (one JVM, one run): generate N products to JSONL; write them into a
+fresh table with a plain `df.write.format("hudi")` bulk insert (schema given, no
+validation, no de-duplication, no diff) -- the baseline; then run the job
+(`upsert_files`) into another fresh table. Prints the job's rows/s as a ratio of the
+baseline's (target >= 0.7), and the driver's peak RSS (the Python process and the JVM,
+reset before each N). For the largest N it also upserts a 1% changed batch into the
+job's table and prints its time against the first load. A figure, not a test: the
+machine is noisy, so read the ratios measured in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import platform
+import resource
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.core.catalog import spark_schema
 from spark_jobs.create_table import create_table
-from spark_jobs.generate_products import generate_file
+from spark_jobs.generate_products import generate, generate_file
 from spark_jobs.session import get_spark
+from spark_jobs.table import require_table, write_options
 from spark_jobs.upsert_products import upsert_files
 
 logger = logging.getLogger("bench.spark_upsert")
 
 
+def _peak_rss_mb(pid: int) -> float:
+    """VmHWM (peak resident set) of a process, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _reset_peak(pid: int) -> None:
+    # Linux: writing 5 to clear_refs resets VmHWM to the current RSS.
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def _baseline(spark: Any, source: str, table: str) -> float:
+    """Seconds for a plain bulk insert of the file: read with the schema, write, no checks."""
+    create_table(spark, table)
+    props = require_table(spark, table)
+    started = time.monotonic()
+    df = spark.read.schema(spark_schema()).json(source)
+    df.write.format("hudi").options(**write_options(props, "bulk_insert")).mode("append").save(
+        table
+    )
+    return time.monotonic() - started
+
+
+def _changed_batch(count: int, total: int, seed: int, output: str) -> int:
+    """1% of the ids, spread over the table, with a new name and a newer ts."""
+    step = max(1, total // count)
+    with Path(output).open("w", encoding="utf-8") as f:
+        written = 0
+        for row in generate(total, seed):
+            if (row["id"] - 1) % step == 0 and written < count:
+                row = {**row, "name": f"{row['name']} (2027 edition)", "ts": row["ts"] + 10**9}
+                f.write(json.dumps(row) + "\n")
+                written += 1
+    return written
+
+
+def run_size(spark: Any, jvm_pid: int, count: int, seed: int, tmp: Path, last: bool) -> None:
+    size_started = time.monotonic()
+    source = str(tmp / f"products-{count}.jsonl")
+    logger.info("N=%d: generating", count)
+    generate_file(count, seed, source)
+    _reset_peak(os.getpid())
+    _reset_peak(jvm_pid)
+
+    logger.info("N=%d: baseline bulk insert", count)
+    base_seconds = _baseline(spark, source, str(tmp / f"base-{count}"))
+    shutil.rmtree(tmp / f"base-{count}", ignore_errors=True)
+    logger.info("N=%d: baseline %.1f s; running the job", count, base_seconds)
+
+    table = str(tmp / f"job-{count}")
+    create_table(spark, table)
+    result = upsert_files(spark, table, [source])
+    assert result.upserted == count, result
+    job_rate, base_rate = count / result.seconds, count / base_seconds
+    print(f"N={count} baseline_seconds {base_seconds:.1f} ({base_rate:.0f} rows/s)")
+    print(f"N={count} job_seconds {result.seconds:.1f} ({job_rate:.0f} rows/s)")
+    print(f"N={count} job_vs_baseline {job_rate / base_rate:.2f}")
+    print(f"N={count} driver_python_peak_rss_mb {_peak_rss_mb(os.getpid()):.0f}")
+    print(f"N={count} driver_jvm_peak_rss_mb {_peak_rss_mb(jvm_pid):.0f}")
+
+    if last:
+        changes = str(tmp / f"changes-{count}.jsonl")
+        changed = _changed_batch(count // 100, count, seed, changes)
+        logger.info("N=%d: upserting a %d-row changed batch", count, changed)
+        upsert = upsert_files(spark, table, [changes])
+        assert upsert.upserted == changed, upsert
+        print(f"N={count} changed_1pct_rows {changed} seconds {upsert.seconds:.1f}")
+        print(f"N={count} changed_1pct_vs_first_load {upsert.seconds / result.seconds:.2f}")
+    shutil.rmtree(table, ignore_errors=True)
+    logger.info("N=%d done in %.0f s", count, time.monotonic() - size_started)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--counts", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--table-type", choices=["COPY_ON_WRITE", "MERGE_ON_READ"], default="COPY_ON_WRITE"
-    )
+    parser.add_argument("--warmup", type=int, default=20_000, help="rows for a JIT warm-up")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
+    print(f"machine {platform.machine()} {platform.system()}, {os.cpu_count()} cores")
+    spark = get_spark(app_name="bench-spark-upsert")
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
     with tempfile.TemporaryDirectory(prefix="bench-upsert-") as tmp:
-        source = str(Path(tmp) / "products.jsonl")
-        logger.info("generating %d products", args.count)
-        generated = generate_file(args.count, args.seed, source)
-
-        started = time.monotonic()
-        spark = get_spark(app_name="bench-spark-upsert")
-        jvm_seconds = time.monotonic() - started
-        table = str(Path(tmp) / "products")
-        create_table(spark, table, args.table_type)
-
-        logger.info("upserting into a fresh %s table", args.table_type)
-        result = upsert_files(spark, table, [source])
-        rerun = upsert_files(spark, table, [source])
-        spark.stop()
-
-    print(f"machine {platform.machine()} {platform.system()}, python {platform.python_version()}")
-    print(f"rows {result.upserted} (read {result.read}, quarantined {result.quarantined})")
-    print(f"generate_seconds {generated.seconds:.2f}")
-    print(f"generate_rows_per_s {generated.count / generated.seconds:.0f}")
-    print(f"spark_start_seconds {jvm_seconds:.2f}")
-    print(f"upsert_seconds {result.seconds:.2f}")
-    print(f"upsert_rows_per_s {result.upserted / result.seconds:.0f}")
-    print(f"rerun_seconds {rerun.seconds:.2f} (unchanged {rerun.unchanged}, no commit)")
-    print(f"upsert_vs_generate {result.seconds / generated.seconds:.1f}x")
+        # Both paths once, small, so the JIT does not favour whichever runs second.
+        warm = str(Path(tmp) / "warm.jsonl")
+        generate_file(args.warmup, args.seed, warm)
+        _baseline(spark, warm, str(Path(tmp) / "warm-base"))
+        create_table(spark, str(Path(tmp) / "warm-job"))
+        upsert_files(spark, str(Path(tmp) / "warm-job"), [warm])
+        counts = sorted(args.counts)
+        for count in counts:
+            run_size(spark, jvm_pid, count, args.seed, Path(tmp), last=count == counts[-1])
+    spark.stop()
+    whole_run = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"python_max_rss_mb_whole_run {whole_run:.0f}")
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,14 @@ from app.core.config import get_settings
 from spark_jobs import cli
 from spark_jobs.errors import InputError
 from spark_jobs.table import normalize_table_path, read_snapshot, require_table, write
-from spark_jobs.validation import parse_int
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 logger = logging.getLogger(__name__)
+
+_ID = re.compile(r"[+-]?\d+")
+_BIGINT = range(-(2**63), 2**63)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +50,9 @@ def read_ids_file(path: str) -> list[int]:
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
-        value = parse_int(text)
-        if value is None:
+        if not _ID.fullmatch(text) or int(text) not in _BIGINT:
             raise InputError(f"{path}:{number}: not an integer id: {text[:40]!r}")
-        ids.append(value)
+        ids.append(int(text))
     return ids
 
 

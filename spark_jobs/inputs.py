@@ -1,22 +1,32 @@
-"""Reading product files (JSONL, CSV, Parquet; a file or a folder of them) into raw rows.
+"""Reading product files (JSONL, CSV, Parquet; files or folders, local or s3a://) with Spark.
 
-Each row comes with where it came from (file, line) so a quarantined row can be found
-again. Source columns are mapped to table columns by name, case-insensitively, with a few
-common aliases; a file without an id or a name column cannot be mapped and fails the job
-before anything is written.
+Every format becomes one DataFrame shape (`read_inputs`): `_source` (the file), `_row`
+(the source row as JSON text, or the raw line when it could not be parsed), `_malformed`
+(why the row is not a record, else null), one STRING column per table column and `_op`
+(the source's `op` column: `delete`/`d` makes the row a delete), which
+spark_jobs/validation.py then checks. Nothing is collected to the driver: only file
+listings and CSV header lines are read there.
+
+Source columns are mapped to table columns by name, case-insensitively, with the aliases
+in app.core.catalog. JSON keys are matched per row (a line is parsed into a map first, so
+`"Product ID"` works); CSV and Parquet columns per file, and a file without an id or a
+name column fails the job before anything is written.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import logging
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from app.core.catalog import ALIASES, COLUMN_NAMES, REQUIRED_COLUMNS, normalize_column
 from spark_jobs.errors import InputError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -30,40 +40,13 @@ _EXTENSIONS: dict[str, InputFormat] = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
-# Source column (normalized) -> table column. Table names map to themselves.
-ALIASES: dict[str, str] = {
-    "id": "id",
-    "product_id": "id",
-    "productid": "id",
-    "ts": "ts",
-    "updated_ts": "ts",
-    "name": "name",
-    "title": "name",
-    "product_name": "name",
-    "description": "description",
-    "desc": "description",
-    "details": "description",
-    "category": "category",
-    "product_category": "category",
-    "brand": "brand",
-    "manufacturer": "brand",
-    "price": "price",
-    "unit_price": "price",
-    "price_usd": "price",
-}
-REQUIRED_COLUMNS = ("id", "name")
-
-
-@dataclass(frozen=True, slots=True)
-class RawRow:
-    source: str
-    line: int  # 1-based line in JSONL/CSV files, 1-based row number in Parquet
-    data: dict[str, Any] | None  # None when the line is not a JSON object
-    text: str | None = None  # the raw line, kept when it could not be parsed
-
-
-def normalize_column(name: str) -> str:
-    return name.strip().lower().replace(" ", "_").replace("-", "_")
+SOURCE, ROW = "_source", "_row"
+# An optional `op` column makes a row a delete (`delete`/`d`); anything else upserts.
+OP = "_op"
+OP_NAMES = ("op", "operation")
+NOT_JSON_OBJECT = "not a JSON object"
+RAGGED_CSV = "CSV line has the wrong number of fields"
+_CORRUPT = "_corrupt_record"
 
 
 def column_mapping(columns: list[str], source: str) -> dict[str, str]:
@@ -94,109 +77,243 @@ def column_mapping(columns: list[str], source: str) -> dict[str, str]:
     return mapping
 
 
-def infer_format(path: Path) -> InputFormat | None:
-    return _EXTENSIONS.get(path.suffix.lower())
+def infer_format(name: str) -> InputFormat | None:
+    return _EXTENSIONS.get(Path(name).suffix.lower())
 
 
-def discover(inputs: list[str], fmt: InputFormat | None) -> list[tuple[Path, InputFormat]]:
-    """Expand files and folders into (file, format), in a stable order."""
-    found: list[tuple[Path, InputFormat]] = []
+def _wanted(name: str, fmt: InputFormat | None) -> bool:
+    # `_SUCCESS`, `.crc` and editor files sit next to data files in Spark/Hadoop folders.
+    return not name.startswith((".", "_")) and (fmt is not None or infer_format(name) is not None)
+
+
+def _format_of(file: str, fmt: InputFormat | None) -> InputFormat:
+    file_fmt = fmt or infer_format(file)
+    if file_fmt is None:
+        raise InputError(f"cannot tell the format of {file}; pass --format")
+    return file_fmt
+
+
+def discover(inputs: list[str], fmt: InputFormat | None) -> list[tuple[str, InputFormat]]:
+    """Local inputs expanded into (file, format); URIs (s3a://...) are listed by Spark.
+
+    For a check before the JVM starts: a typo in a local path fails in a second.
+    """
+    found: list[tuple[str, InputFormat]] = []
     for item in inputs:
+        if "://" in item:
+            continue
         path = Path(item)
         if not path.exists():
             raise InputError(f"input not found: {item}")
         if path.is_dir():
-            files = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and not p.name.startswith((".", "_"))
-                and (fmt is not None or infer_format(p) is not None)
-            )
+            files = sorted(str(p) for p in path.rglob("*") if p.is_file() and _wanted(p.name, fmt))
             if not files:
                 raise InputError(f"no product files in folder {item}")
         else:
-            files = [path]
-        for file in files:
-            file_fmt = fmt or infer_format(file)
-            if file_fmt is None:
-                raise InputError(f"cannot tell the format of {file}; pass --format")
-            found.append((file, file_fmt))
+            files = [str(path)]
+        found.extend((file, _format_of(file, fmt)) for file in files)
     return found
 
 
-def read_rows(path: Path, fmt: InputFormat) -> tuple[list[str], list[RawRow]]:
-    """All rows of one file and the column names it uses; InputError when unreadable."""
+def list_inputs(
+    spark: SparkSession, inputs: list[str], fmt: InputFormat | None
+) -> list[tuple[str, InputFormat]]:
+    """Files and folders (any Hadoop filesystem) expanded into (file URI, format), sorted."""
+    jvm: Any = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    found: list[tuple[str, InputFormat]] = []
+    for item in inputs:
+        path = jvm.org.apache.hadoop.fs.Path(item)
+        fs = path.getFileSystem(conf)
+        if not fs.exists(path):
+            raise InputError(f"input not found: {item}")
+        if fs.getFileStatus(path).isDirectory():
+            listing = fs.listFiles(path, True)
+            files: list[str] = []
+            while listing.hasNext():
+                file = listing.next().getPath()
+                if _wanted(str(file.getName()), fmt):
+                    files.append(str(file))
+            if not files:
+                raise InputError(f"no product files in folder {item}")
+            files.sort()
+        else:
+            files = [str(fs.makeQualified(path))]
+        found.extend((file, _format_of(file, fmt)) for file in files)
+    return found
+
+
+def read_inputs(spark: SparkSession, files: list[tuple[str, InputFormat]]) -> DataFrame:
+    """All files as one DataFrame of source rows (see the module docstring)."""
+    by_format: dict[InputFormat, list[str]] = defaultdict(list)
+    for file, file_fmt in files:
+        by_format[file_fmt].append(file)
+    frames: list[DataFrame] = []
+    if by_format["jsonl"]:
+        frames.append(json_lines(spark.read.text(by_format["jsonl"])))
+    for group in _group_by_columns(spark, by_format["csv"], _csv_header):
+        frames.append(_read_csv(spark, *group))
+    for group in _group_by_columns(spark, by_format["parquet"], _parquet_columns):
+        frames.append(_read_parquet(spark, *group))
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    return frame
+
+
+def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
+    """A DataFrame with a `value` column of JSON lines -> source rows (blank lines dropped).
+
+    Each line is parsed into a map first so that keys are matched case-insensitively and
+    by alias, per row; a line that is not a JSON object is kept whole for the quarantine.
+    """
+    from pyspark.sql import functions as F
+
+    # In steps, so that each line is parsed once and each key normalized once (the
+    # optimizer does not merge projections that would repeat an expensive expression).
+    extra = [c for c in lines.columns if c != "value"]  # kept, e.g. a caller's row number
+    parsed = lines.filter(F.trim("value") != "").select(
+        *extra,
+        (source if source is not None else F.input_file_name()).alias(SOURCE),
+        F.col("value").alias(ROW),
+        F.from_json("value", "map<string,string>").alias("_parsed"),
+    )
+    entries = parsed.select(
+        *extra,
+        SOURCE,
+        ROW,
+        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT)).alias("_malformed"),
+        F.transform(
+            F.map_entries("_parsed"),
+            lambda e: F.struct(
+                F.regexp_replace(F.lower(F.trim(e.key)), "[ -]", "_").alias("k"),
+                e.value.alias("v"),
+            ),
+        ).alias("_entries"),
+    )
+
+    def first_with(keys: list[str]) -> Column:
+        return F.element_at(F.filter("_entries", lambda e: e.k.isin(*keys)), 1).v
+
+    def pick(column: str) -> Column:
+        # The key spelled like the table column wins over its aliases.
+        aliases = [alias for alias, target in ALIASES.items() if target == column]
+        return F.coalesce(first_with([column]), first_with(aliases))
+
+    return entries.select(
+        *extra,
+        SOURCE,
+        ROW,
+        "_malformed",
+        *(pick(c).alias(c) for c in COLUMN_NAMES),
+        first_with(list(OP_NAMES)).alias(OP),
+    )
+
+
+def check_file(spark: SparkSession, file: str, fmt: InputFormat) -> None:
+    """Raise InputError when a CSV/Parquet file cannot be read or mapped (JSONL always can)."""
+    if fmt == "csv":
+        column_mapping(_csv_header(spark, file), file)
+    elif fmt == "parquet":
+        column_mapping(_parquet_columns(spark, file), file)
+
+
+def _group_by_columns(
+    spark: SparkSession, files: list[str], columns_of: Callable[[SparkSession, str], list[str]]
+) -> list[tuple[list[str], list[str]]]:
+    """(files, their columns), one group per distinct column list: one Spark read each."""
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for file in files:
+        columns = tuple(columns_of(spark, file))
+        column_mapping(list(columns), file)  # fail before anything is written
+        groups[columns].append(file)
+    return [(group, list(columns)) for columns, group in groups.items()]
+
+
+def _csv_header(spark: SparkSession, file: str) -> list[str]:
+    """The header line of a CSV file, read on the driver through Hadoop's FileSystem."""
+    jvm: Any = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(file)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    stream = fs.open(path)
     try:
-        if fmt == "jsonl":
-            return _read_jsonl(path)
-        if fmt == "csv":
-            return _read_csv(path)
-        return _read_parquet(path)
-    except InputError:
-        raise
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise InputError(f"cannot read {path}: {type(e).__name__}: {_first_line(e)}") from e
-    except Exception as e:  # pyarrow raises its own family for corrupt files
-        if type(e).__module__.startswith("pyarrow"):
-            raise InputError(f"cannot read {path}: {_first_line(e)}") from e
-        raise
+        reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, "UTF-8"))
+        line = reader.readLine()
+    finally:
+        stream.close()
+    text = str(line or "").lstrip("\ufeff")
+    if "\ufffd" in text:
+        raise InputError(f"cannot read {file}: the header is not UTF-8 text")
+    return next(csv.reader([text]), [])
+
+
+def _parquet_columns(spark: SparkSession, file: str) -> list[str]:
+    try:
+        return list(spark.read.parquet(file).columns)
+    except Exception as e:  # Spark raises AnalysisException or a Py4J error for bad footers
+        raise InputError(f"cannot read {file}: {_first_line(e)}") from e
 
 
 def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0][:200]
 
 
-def _read_jsonl(path: Path) -> tuple[list[str], list[RawRow]]:
-    rows: list[RawRow] = []
-    columns: dict[str, None] = {}
-    source = str(path)
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                data = None
-            if not isinstance(data, dict):
-                rows.append(RawRow(source, number, None, line.rstrip("\n")[:2000]))
-                continue
-            for key in data:
-                columns.setdefault(key)
-            rows.append(RawRow(source, number, data))
-    return list(columns), rows
+def _mapped_select(
+    mapping: dict[str, str], columns: list[str], source_col: Callable[[str], Column]
+) -> list[Column]:
+    """The table columns (and `_op`) as STRING, from the mapped source columns or null."""
+    from pyspark.sql import functions as F
+
+    by_target = {target: column for column, target in mapping.items()}
+    op = next((c for c in columns if c.strip().lower() in OP_NAMES), None)
+    if op is not None:
+        by_target[OP] = op
+    return [
+        (
+            source_col(by_target[c]).cast("string")
+            if c in by_target
+            else F.lit(None).cast("string")
+        ).alias(c)
+        for c in (*COLUMN_NAMES, OP)
+    ]
 
 
-def _read_csv(path: Path) -> tuple[list[str], list[RawRow]]:
-    source = str(path)
-    with path.open(encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f)
-        header = list(reader.fieldnames or [])
-        rows: list[RawRow] = []
-        previous_end = 1  # the header's last physical line
-        for record in reader:
-            # A quoted field may span lines; report the line the record starts on.
-            rows.append(RawRow(source, previous_end + 1, dict(record)))
-            previous_end = reader.line_num
-    return header, rows
+def _read_csv(spark: SparkSession, files: list[str], header: list[str]) -> DataFrame:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    # Positional names: the schema is given (nothing inferred), whatever the header says.
+    positional = [f"_c{i}" for i in range(len(header))]
+    schema = StructType([StructField(n, StringType()) for n in [*positional, _CORRUPT]])
+    df = (
+        spark.read.schema(schema)
+        .option("header", True)
+        .option("enforceSchema", True)
+        # Quoted fields may hold newlines; a multi-line file is read by one task.
+        .option("multiLine", True)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", _CORRUPT)
+        .csv(files)
+    )
+    mapping = column_mapping(header, files[0])
+    by_name = dict(zip(header, positional, strict=True))
+    row = F.to_json(F.struct(*(F.col(p).alias(h) for h, p in by_name.items())))
+    return df.select(
+        F.input_file_name().alias(SOURCE),
+        F.coalesce(F.col(_CORRUPT), row).alias(ROW),
+        F.when(F.col(_CORRUPT).isNotNull(), F.lit(RAGGED_CSV)).alias("_malformed"),
+        *_mapped_select(mapping, header, lambda name: F.col(by_name[name])),
+    )
 
 
-def _read_parquet(path: Path) -> tuple[list[str], list[RawRow]]:
-    import pyarrow.parquet as pq
+def _read_parquet(spark: SparkSession, files: list[str], columns: list[str]) -> DataFrame:
+    from pyspark.sql import functions as F
 
-    table = pq.read_table(path)
-    source = str(path)
-    rows = [RawRow(source, n, data) for n, data in enumerate(table.to_pylist(), start=1)]
-    return list(table.column_names), rows
-
-
-def iter_mapped(
-    rows: list[RawRow], mapping: dict[str, str]
-) -> Iterator[tuple[RawRow, dict[str, Any] | None]]:
-    """Each raw row with its values keyed by table column (None for unparsable lines)."""
-    for raw in rows:
-        if raw.data is None:
-            yield raw, None
-            continue
-        yield raw, {mapping[k]: v for k, v in raw.data.items() if k in mapping}
+    df = spark.read.parquet(*files)
+    mapping = column_mapping(columns, files[0])
+    return df.select(
+        F.input_file_name().alias(SOURCE),
+        F.to_json(F.struct(*(F.col(f"`{c}`") for c in columns))).alias(ROW),
+        F.lit(None).cast("string").alias("_malformed"),
+        *_mapped_select(mapping, columns, lambda name: F.col(f"`{name}`")),
+    )

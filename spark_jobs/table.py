@@ -7,7 +7,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Literal
 
 from app.core.catalog import COLUMN_NAMES, PRECOMBINE_FIELD, RECORD_KEY
-from spark_jobs.errors import TableNotFoundError
+from spark_jobs.errors import JobError, TableNotFoundError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,9 +65,16 @@ def has_completed_writes(spark: SparkSession, table_path: str) -> bool:
     return False
 
 
-def write_options(props: dict[str, str], operation: WriteOperation) -> dict[str, str]:
-    """Datasource options for a write that agrees with the table's own config."""
-    return {
+def write_options(
+    props: dict[str, str], operation: WriteOperation, overrides: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Datasource options for a write that agrees with the table's own config.
+
+    Shuffle parallelism is left to Hudi, which sizes it from the input's partitions (and
+    so from Spark's defaults); `overrides` (the jobs' `--hoodie-conf KEY=VALUE`) win over
+    everything here, e.g. `hoodie.upsert.shuffle.parallelism=400` or an index type.
+    """
+    options = {
         # Hudi refuses a write whose table name differs from hoodie.properties.
         "hoodie.table.name": props["hoodie.table.name"],
         "hoodie.datasource.write.table.type": props.get("hoodie.table.type", "COPY_ON_WRITE"),
@@ -78,24 +85,48 @@ def write_options(props: dict[str, str], operation: WriteOperation) -> dict[str,
         "hoodie.datasource.write.keygenerator.class": (
             "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
         ),
-        # Sized for a 2-core box; a cluster run can override through spark-submit --conf.
-        "hoodie.upsert.shuffle.parallelism": "2",
-        "hoodie.insert.shuffle.parallelism": "2",
-        "hoodie.delete.shuffle.parallelism": "2",
-        "hoodie.bulkinsert.shuffle.parallelism": "2",
     }
+    return {**options, **(overrides or {})}
+
+
+def parse_hoodie_conf(items: list[str] | None) -> dict[str, str]:
+    """`KEY=VALUE` strings (the CLIs' repeated `--hoodie-conf`) as a dict."""
+    conf: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise JobError(f"--hoodie-conf wants KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf
 
 
 def read_snapshot(spark: SparkSession, table_path: str) -> DataFrame:
-    """The table's current rows with the product columns only."""
-    return spark.read.format("hudi").load(table_path).select(*COLUMN_NAMES)
+    """The table's current rows with the product columns only.
 
-
-def write(df: DataFrame, table_path: str, props: dict[str, str], operation: WriteOperation) -> None:
-    """One Hudi commit. A failure leaves an inflight instant that the next writer rolls back."""
-    df.write.format("hudi").options(**write_options(props, operation)).mode("append").save(
-        table_path
+    Data skipping is off: the jobs read every row anyway (a diff or a join by id), and
+    Hudi's column-stats lookup persists and unpersists a Dataset while planning, which
+    deadlocks against a cached DataFrame being built in the same query (seen with Hudi
+    1.1.1 on Spark 3.5: `CachedRDDBuilder` lock held by AQE, the broadcast thread in
+    `CacheManager.uncacheQuery`).
+    """
+    return (
+        spark.read.format("hudi")
+        .option("hoodie.enable.data.skipping", "false")
+        .load(table_path)
+        .select(*COLUMN_NAMES)
     )
+
+
+def write(
+    df: DataFrame,
+    table_path: str,
+    props: dict[str, str],
+    operation: WriteOperation,
+    overrides: dict[str, str] | None = None,
+) -> None:
+    """One Hudi commit. A failure leaves an inflight instant that the next writer rolls back."""
+    options = write_options(props, operation, overrides)
+    df.write.format("hudi").options(**options).mode("append").save(table_path)
 
 
 def normalize_table_path(table_path: str) -> str:

@@ -1,11 +1,15 @@
 """Validate product files and upsert the good rows into the products Hudi table.
 
     python -m spark_jobs.upsert_products --table-path P --input FILE_OR_DIR... \
-        [--format jsonl|csv|parquet] [--quarantine PATH]
+        [--format jsonl|csv|parquet] [--quarantine DIR] [--hoodie-conf KEY=VALUE ...]
 
 Prints `read N`, `upserted N`, `quarantined N` (then `duplicates N`, `unchanged N`).
-Everything is read and validated before the table is touched: a missing, unreadable or
-unmappable input fails the job with the table as it was. Rows the table already holds
+DataFrame code end to end: Spark reads the inputs (local paths, s3a:// or s3://) on the
+executors, validates them with column expressions (spark_jobs/validation.py), writes the
+rejects to a quarantine folder, keeps the newest row per id and diffs the batch against
+the table, so the driver holds counts, never rows. Everything is read and validated
+before the table is touched: a missing, unreadable or unmappable input fails the job with
+the table as it was. Rows the table already holds
 (same content, and the same ts or none given) are not rewritten, so re-running a file
 makes no commit and gives the sync nothing to do.
 """
@@ -16,41 +20,37 @@ import argparse
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.core.catalog import COLUMN_NAMES
+from app.core.catalog import COLUMN_NAMES, PRECOMBINE_FIELD, RECORD_KEY, spark_schema
 from app.core.config import get_settings
 from spark_jobs import cli
-from spark_jobs.inputs import (
-    FORMATS,
-    InputFormat,
-    RawRow,
-    column_mapping,
-    discover,
-    iter_mapped,
-    read_rows,
-)
+from spark_jobs.errors import InputError
+from spark_jobs.inputs import FORMATS, ROW, SOURCE, InputFormat, discover, json_lines, list_inputs
+from spark_jobs.inputs import read_inputs as read_source_rows
 from spark_jobs.table import (
     WriteOperation,
     has_completed_writes,
     normalize_table_path,
+    parse_hoodie_conf,
     read_snapshot,
     require_table,
     write,
 )
-from spark_jobs.validation import ValidRow, validate
+from spark_jobs.validation import IS_DELETE, REASONS, TS_DEFAULTED, validate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
 
-_CONTENT_COLUMNS = ("name", "description", "category", "brand", "price")
-_PROGRESS_EVERY = 50_000
+_CONTENT_COLUMNS = tuple(c for c in COLUMN_NAMES if c not in (RECORD_KEY, PRECOMBINE_FIELD))
+_SEQ = "_seq"
+_COMMIT_META_PREFIX = "_ingest."
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,35 +62,7 @@ class UpsertResult:
     unchanged: int  # the table already holds this content, or a newer version of the row
     quarantine_path: str | None
     seconds: float
-
-
-@dataclass(slots=True)
-class Batch:
-    """Validated, de-duplicated rows plus the rejects, before anything is written."""
-
-    rows: dict[int, ValidRow] = field(default_factory=dict)
-    rejects: list[dict[str, Any]] = field(default_factory=list)
-    read: int = 0
-    duplicates: int = 0
-
-    def add(self, raw: RawRow, mapped: dict[str, Any] | None, ingestion_ts: int) -> None:
-        self.read += 1
-        outcome = validate(mapped, ingestion_ts) if mapped is not None else ["not a JSON object"]
-        if isinstance(outcome, list):
-            row: Any = raw.data if raw.data is not None else raw.text
-            self.rejects.append(
-                {"source": raw.source, "line": raw.line, "reasons": outcome, "row": row}
-            )
-            return
-        current = self.rows.get(outcome.id)
-        if current is not None:
-            self.duplicates += 1
-            # Highest ts wins; on a tie the later row wins, as Hudi's own merge would do.
-            if outcome.ts < current.ts:
-                return
-        self.rows[outcome.id] = outcome
-        if self.read % _PROGRESS_EVERY == 0:
-            logger.info("validated %d rows", self.read)
+    deleted: int = 0  # rows with op=delete whose id the table held
 
 
 def upsert_files(
@@ -99,29 +71,26 @@ def upsert_files(
     inputs: list[str],
     fmt: InputFormat | None = None,
     quarantine_path: str | None = None,
+    hoodie_conf: dict[str, str] | None = None,
 ) -> UpsertResult:
-    """Read, validate and upsert product files (a file or a folder of files each).
+    """Read, validate and upsert product files (files or folders; local, s3a:// or s3://).
 
     Args:
         fmt: input format for every file; None infers it from each file's extension.
-        quarantine_path: where rejected rows go (written even when empty); None writes a
-            timestamped file under Settings.quarantine_dir only when rows were rejected.
+        quarantine_path: folder the rejected rows are written to (JSON, by Spark; written
+            even when empty); None writes a timestamped folder under
+            Settings.quarantine_dir only when rows were rejected.
+        hoodie_conf: Hudi write options that override the job's (see table.write_options).
     Returns:
         The counts; raises JobError subclasses (nothing written) on bad paths or inputs.
     """
     started = time.monotonic()
     table_path = normalize_table_path(table_path)
     props = require_table(spark, table_path)
-    ingestion_ts = time.time_ns() // 1_000_000
-    batch = Batch()
-    files = discover(inputs, fmt)
-    for number, (path, file_fmt) in enumerate(files, start=1):
-        columns, raw_rows = read_rows(path, file_fmt)
-        mapping = column_mapping(columns, str(path)) if raw_rows else {}
-        for raw, mapped in iter_mapped(raw_rows, mapping):
-            batch.add(raw, mapped, ingestion_ts)
-        logger.info("read %d rows from %s (file %d of %d)", len(raw_rows), path, number, len(files))
-    return _apply(spark, table_path, props, batch, quarantine_path, started)
+    files = list_inputs(spark, inputs, fmt)
+    logger.info("reading %d input files", len(files))
+    source = read_source_rows(spark, files)
+    return upsert_source(spark, table_path, props, source, quarantine_path, hoodie_conf, started)
 
 
 def upsert_rows(
@@ -133,67 +102,207 @@ def upsert_rows(
     """Upsert product dicts (table column names or their aliases) with the file rules.
 
     For tests and scripts: `upsert_rows(spark, path, [{"id": 1, "name": "Kettle", ...}])`.
+    The dicts go through the JSONL path (one JSON line each), so the rules are the same.
     """
+    from pyspark.sql import functions as F
+
     started = time.monotonic()
     table_path = normalize_table_path(table_path)
     props = require_table(spark, table_path)
-    ingestion_ts = time.time_ns() // 1_000_000
-    batch = Batch()
-    if rows:
-        columns = list(dict.fromkeys(k for row in rows for k in row))
-        raw_rows = [RawRow("<rows>", n, dict(row)) for n, row in enumerate(rows, start=1)]
-        for raw, mapped in iter_mapped(raw_rows, column_mapping(columns, "<rows>")):
-            batch.add(raw, mapped, ingestion_ts)
-    return _apply(spark, table_path, props, batch, quarantine_path, started)
+    lines = [(json.dumps(row, ensure_ascii=False, default=str),) for row in rows]
+    frame = spark.createDataFrame(lines, "value string")
+    source = json_lines(frame, F.lit("<rows>"))
+    return upsert_source(spark, table_path, props, source, quarantine_path, None, started)
 
 
-def _apply(
+def upsert_source(
     spark: SparkSession,
     table_path: str,
     props: dict[str, str],
-    batch: Batch,
+    source: DataFrame,
     quarantine_path: str | None,
+    hoodie_conf: dict[str, str] | None,
     started: float,
+    ingestion_ts: int | None = None,
+    quarantine_empty: bool = True,
+    commit_meta: dict[str, str] | None = None,
 ) -> UpsertResult:
-    written_quarantine = _write_quarantine(batch.rejects, quarantine_path)
+    """Validate source rows (spark_jobs.inputs shape), quarantine, de-duplicate, diff, write.
+
+    A few Spark actions run over the cached, validated rows (counts, quarantine, changed
+    rows) before the Hudi commits (one for deletes, one for upserts, each only when it has
+    rows); nothing reaches the table when reading fails.
+
+    Args:
+        ingestion_ts: the ts of rows that bring none (default: now).
+        quarantine_empty: write the quarantine folder even when nothing was rejected.
+        commit_meta: extra key/values recorded in each Hudi commit's metadata.
+    """
+    from pyspark.sql import functions as F
+
+    if ingestion_ts is None:
+        ingestion_ts = time.time_ns() // 1_000_000
+    checked = validate(source.withColumn(_SEQ, F.monotonically_increasing_id()), ingestion_ts)
+    checked = checked.persist()
+    try:
+        read, quarantined = _count(checked)
+        written_quarantine = (
+            write_quarantine(checked.filter(F.size(REASONS) > 0), quarantined, quarantine_path)
+            if quarantined or quarantine_empty
+            else None
+        )
+        newest = newest_per_key(checked.filter(F.size(REASONS) == 0))
+        changes = _write_changes(spark, table_path, props, newest, hoodie_conf, commit_meta)
+    finally:
+        checked.unpersist()
+    valid = read - quarantined
+    duplicates = valid - changes.distinct
     logger.info(
-        "%d rows read: %d valid, %d rejected, %d duplicates",
-        batch.read,
-        len(batch.rows),
-        len(batch.rejects),
-        batch.duplicates,
+        "%d rows read: %d valid, %d rejected, %d duplicates", read, valid, quarantined, duplicates
     )
-    upserted = 0
-    if batch.rows:
-        # A table that never had a write holds no keys to look up: bulk_insert skips the
-        # index and small-file work and is ~2x faster for the first load. The batch is
-        # already de-duplicated, so the result is the same as an upsert.
-        first_load = not has_completed_writes(spark, table_path)
-        changed = _changed_rows(spark, table_path, list(batch.rows.values()), first_load)
-        changed = changed.persist()
-        try:
-            upserted = changed.count()
-            if upserted:
-                operation: WriteOperation = "bulk_insert" if first_load else "upsert"
-                logger.info("writing %d rows to %s (%s)", upserted, table_path, operation)
-                write_started = time.monotonic()
-                write(changed, table_path, props, operation)
-                logger.info("commit done in %.1f s", time.monotonic() - write_started)
-        finally:
-            changed.unpersist()
     return UpsertResult(
-        read=batch.read,
-        upserted=upserted,
-        quarantined=len(batch.rejects),
-        duplicates=batch.duplicates,
-        unchanged=len(batch.rows) - upserted,
+        read=read,
+        upserted=changes.upserted,
+        quarantined=quarantined,
+        duplicates=duplicates,
+        unchanged=changes.distinct - changes.deletes - changes.upserted,
         quarantine_path=written_quarantine,
         seconds=time.monotonic() - started,
+        deleted=changes.deleted,
     )
+
+
+def _count(checked: DataFrame) -> tuple[int, int]:
+    """(rows read, rows rejected): the first action, so unreadable inputs fail here."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    try:
+        row = checked.agg(
+            F.count(F.lit(1)).alias("read"),
+            F.count(F.when(F.size(REASONS) > 0, 1)).alias("rejected"),
+        ).first()
+    except (Py4JJavaError, PySparkException) as e:
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        raise InputError(f"cannot read the inputs: {first}") from e
+    assert row is not None  # an aggregate without grouping always has one row
+    return int(row["read"]), int(row["rejected"])
+
+
+def newest_per_key(valid: DataFrame) -> DataFrame:
+    """One row per id: the highest ts wins; on a tie the later row wins, as Hudi's merge would.
+
+    An aggregate rather than a window: it combines map-side, so only one row per id and
+    partition crosses the shuffle.
+    """
+    from pyspark.sql import functions as F
+
+    keys = (RECORD_KEY, PRECOMBINE_FIELD)
+    rest = [c for c in (*COLUMN_NAMES, TS_DEFAULTED, IS_DELETE) if c not in keys]
+    best = F.max(F.struct(PRECOMBINE_FIELD, _SEQ, *rest)).alias("best")
+    return (
+        valid.groupBy(RECORD_KEY)
+        .agg(best)
+        .select(RECORD_KEY, *(F.col(f"best.{c}").alias(c) for c in (PRECOMBINE_FIELD, *rest)))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Changes:
+    distinct: int  # ids in the batch after de-duplication (deletes included)
+    deletes: int  # of which op=delete
+    upserted: int
+    deleted: int
+
+
+def _write_changes(
+    spark: SparkSession,
+    table_path: str,
+    props: dict[str, str],
+    newest: DataFrame,
+    hoodie_conf: dict[str, str] | None,
+    commit_meta: dict[str, str] | None,
+) -> _Changes:
+    """Write the deletes, then the rows that change the table (a commit each, if any)."""
+    from pyspark.sql import functions as F
+
+    # Hudi copies datasource options that start with this prefix into the commit's
+    # extra metadata: that is how the landing job marks which batch made a commit.
+    options = {**(hoodie_conf or {})}
+    if commit_meta:
+        options["hoodie.datasource.write.commitmeta.key.prefix"] = _COMMIT_META_PREFIX
+        options.update({f"{_COMMIT_META_PREFIX}{k}": v for k, v in commit_meta.items()})
+    # A table that never had a write holds no keys to look up: bulk_insert skips the
+    # index and small-file work and is ~2x faster for the first load. The batch is
+    # already de-duplicated, so the result is the same as an upsert.
+    first_load = not has_completed_writes(spark, table_path)
+    newest = newest.persist()
+    changed: DataFrame | None = None
+    try:
+        counts = newest.agg(F.count(F.lit(1)), F.count(F.when(F.col(IS_DELETE), 1))).first()
+        assert counts is not None  # an aggregate without grouping always has one row
+        distinct, deletes = int(counts[0]), int(counts[1])
+        deleted = 0
+        if deletes and not first_load:
+            deleted = _delete_present(spark, table_path, props, newest, options)
+        changed = _changed_rows(spark, table_path, newest.filter(~F.col(IS_DELETE)), first_load)
+        if first_load:
+            upserted = distinct - deletes
+        else:
+            changed = changed.persist()  # counted, then written
+            upserted = changed.count()
+        if upserted:
+            operation: WriteOperation = "bulk_insert" if first_load else "upsert"
+            logger.info("writing %d rows to %s (%s)", upserted, table_path, operation)
+            write_started = time.monotonic()
+            write(changed, table_path, props, operation, options)
+            logger.info("commit done in %.1f s", time.monotonic() - write_started)
+    finally:
+        if changed is not None:
+            changed.unpersist()
+        newest.unpersist()
+    return _Changes(distinct, deletes, upserted, deleted)
+
+
+def _delete_present(
+    spark: SparkSession,
+    table_path: str,
+    props: dict[str, str],
+    newest: DataFrame,
+    options: dict[str, str],
+) -> int:
+    """Delete the ids of op=delete rows that the table holds and that are not stale.
+
+    A delete whose ts is older than the stored row's lost to it (event-time order). Each
+    delete carries max(stored ts, its ts): under EVENT_TIME_ORDERING an older one could
+    lose Hudi's merge.
+    """
+    from pyspark.sql import functions as F
+
+    deletes = newest.filter(F.col(IS_DELETE)).select(
+        RECORD_KEY, F.col(PRECOMBINE_FIELD).alias("d_ts")
+    )
+    present = (
+        read_snapshot(spark, table_path)
+        .join(deletes, RECORD_KEY, "inner")
+        .filter(F.col("d_ts") >= F.col(PRECOMBINE_FIELD))
+        .withColumn(PRECOMBINE_FIELD, F.greatest(F.col(PRECOMBINE_FIELD), F.col("d_ts")))
+        .select(*COLUMN_NAMES)
+        .persist()
+    )
+    try:
+        deleted = present.count()
+        if deleted:
+            logger.info("deleting %d ids from %s", deleted, table_path)
+            write(present, table_path, props, "delete", options)
+    finally:
+        present.unpersist()
+    return deleted
 
 
 def _changed_rows(
-    spark: SparkSession, table_path: str, rows: list[ValidRow], first_load: bool
+    spark: SparkSession, table_path: str, incoming: DataFrame, first_load: bool
 ) -> DataFrame:
     """The rows that would change what the table shows; the rest are left out.
 
@@ -202,61 +311,52 @@ def _changed_rows(
     incoming row had none (its ts is only the ingestion time).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import (
-        BooleanType,
-        DoubleType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-    )
 
-    schema = StructType(
-        [
-            StructField("id", LongType(), False),
-            StructField("ts", LongType(), False),
-            StructField("name", StringType(), False),
-            StructField("description", StringType(), True),
-            StructField("category", StringType(), True),
-            StructField("brand", StringType(), True),
-            StructField("price", DoubleType(), True),
-            StructField("ts_defaulted", BooleanType(), False),
-        ]
-    )
-    # The rows are validated already; Spark's per-row schema check would double the cost.
-    incoming = spark.createDataFrame(
-        [(*r.as_tuple(), r.ts_defaulted) for r in rows], schema, verifySchema=False
-    )
     if first_load:
-        return incoming.select(*COLUMN_NAMES)
+        return _table_rows(incoming)
     stored = read_snapshot(spark, table_path).select(
-        F.col("id"), *(F.col(c).alias(f"stored_{c}") for c in ("ts", *_CONTENT_COLUMNS))
+        F.col(RECORD_KEY),
+        *(F.col(c).alias(f"stored_{c}") for c in (PRECOMBINE_FIELD, *_CONTENT_COLUMNS)),
     )
-    joined = incoming.join(stored, "id", "left")
+    joined = incoming.join(stored, RECORD_KEY, "left")
     same_content = reduce(
         lambda a, b: a & b, (F.col(c).eqNullSafe(F.col(f"stored_{c}")) for c in _CONTENT_COLUMNS)
     )
-    is_new = F.col("stored_ts").isNull()
-    not_older = F.col("ts") >= F.col("stored_ts")
-    already_stored = same_content & (F.col("ts_defaulted") | (F.col("ts") == F.col("stored_ts")))
-    return joined.filter(is_new | (not_older & ~already_stored)).select(*COLUMN_NAMES)
+    ts, stored_ts = F.col(PRECOMBINE_FIELD), F.col(f"stored_{PRECOMBINE_FIELD}")
+    is_new = stored_ts.isNull()
+    not_older = ts >= stored_ts
+    already_stored = same_content & (F.col(TS_DEFAULTED) | (ts == stored_ts))
+    return _table_rows(joined.filter(is_new | (not_older & ~already_stored)))
 
 
-def _write_quarantine(rejects: list[dict[str, Any]], path: str | None) -> str | None:
+def _table_rows(df: DataFrame) -> DataFrame:
+    """The table's columns, typed as the one product schema says (app.core.catalog)."""
+    from pyspark.sql import functions as F
+
+    return df.select(*(F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema()))
+
+
+def write_quarantine(rejects: DataFrame, count: int, path: str | None) -> str | None:
+    """Rejected rows as JSON (`source`, `reasons`, `row`) in one part file under `path`.
+
+    Written by Spark, so `path` may be on any Hadoop filesystem; an existing folder is
+    replaced (a rerun of the same inputs rewrites the same rejects, it does not add them).
+    """
     if path is None:
-        if not rejects:
+        if not count:
             return None
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-        path = str(Path(get_settings().quarantine_dir) / f"quarantine-{stamp}.jsonl")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", encoding="utf-8") as f:
-        for reject in rejects:
-            # default=str: Parquet rows may hold dates or bytes that JSON cannot spell.
-            f.write(json.dumps(reject, ensure_ascii=False, default=str) + "\n")
-    if rejects:
-        logger.warning("%d rows quarantined to %s", len(rejects), target)
-    return str(target)
+        path = str(Path(get_settings().quarantine_dir) / f"quarantine-{stamp}")
+    out = rejects.select(
+        rejects[SOURCE].alias("source"),
+        rejects[REASONS].alias("reasons"),
+        rejects[ROW].alias("row"),
+    )
+    # One small file per run: rejects are few, and a person reads them.
+    out.coalesce(1).write.mode("overwrite").json(path)
+    if count:
+        logger.warning("%d rows quarantined to %s", count, path)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -264,7 +364,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table-path", default=None, help="default: HUDI_TABLE_PATH")
     parser.add_argument("--input", nargs="+", required=True, metavar="FILE_OR_DIR")
     parser.add_argument("--format", choices=FORMATS, default=None, help="default: by extension")
-    parser.add_argument("--quarantine", default=None, metavar="PATH")
+    parser.add_argument("--quarantine", default=None, metavar="DIR")
+    parser.add_argument(
+        "--hoodie-conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="Hudi write option overriding the job's (repeatable)",
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     cli.configure_logging(args.verbose)
@@ -275,12 +381,15 @@ def main(argv: list[str] | None = None) -> int:
         path = args.table_path or get_settings().hudi_table_path
         # Inputs are checked before the JVM starts: a typo fails in a second, not ten.
         discover(args.input, args.format)
-        result = upsert_files(get_spark(), path, args.input, args.format, args.quarantine)
+        conf = parse_hoodie_conf(args.hoodie_conf)
+        spark = get_spark()
+        result = upsert_files(spark, path, args.input, args.format, args.quarantine, conf)
         print(f"read {result.read}")
         print(f"upserted {result.upserted}")
         print(f"quarantined {result.quarantined}")
         print(f"duplicates {result.duplicates}")
         print(f"unchanged {result.unchanged}")
+        print(f"deleted {result.deleted}")
         if result.quarantine_path and result.quarantined:
             print(f"quarantine_file {result.quarantine_path}")
 

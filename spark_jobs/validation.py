@@ -1,154 +1,173 @@
-"""Row-level validation of incoming product records (pure Python, no Spark).
+"""Row-level validation of incoming product records, as Spark column expressions.
 
-Rules (each failure is a reason; a row with any reason goes to quarantine):
-- `id`: present and integral within BIGINT; ints, integral floats (12.0) and digit strings
-  ("12", " 12 ") pass, "12.5", "abc", booleans do not.
-- `name`: non-empty after trimming and stripping control characters.
-- `price`: optional. Missing/null/"" stores null (a product listed without a price; price
-  filters then leave it out). Otherwise a finite number >= 0 (numeric strings pass).
-- `ts`: optional epoch millis (integral, >= 0). Missing gets the ingestion time, flagged so
-  that re-sending unchanged content does not count as a change.
-- Text fields are trimmed, control characters removed (newlines and tabs become spaces);
-  empty optional text stores null.
+Input: one STRING column per table column (null when the source has none), as
+spark_jobs/inputs.py reads every format; the rule of each column comes from
+app.core.catalog (`ColumnSpec.rule`). Each failure is a reason; a row with any reason goes
+to quarantine. Rules:
+- key (`id`): present and integral within BIGINT; "12", " 12 ", "-3" and integral
+  decimals ("12.0", how JSON and Parquet doubles read as text) pass; "12.5", "abc",
+  "1e3", true do not.
+- text (`name` required): trimmed, control characters removed (newlines and tabs become
+  spaces); empty optional text stores null, empty required text is "<col> is empty";
+  a JSON object or array is "<col> must be text".
+- amount (`price`): optional. Missing/null/"" stores null (a product listed without a
+  price; price filters then leave it out). Otherwise a finite number >= 0.
+- epoch_millis (`ts`): optional epoch millis (integral, >= 0). Missing gets the ingestion
+  time, flagged (`ts_defaulted`) so that re-sending unchanged content is not a change.
+- op (not a table column): missing, `upsert` (or a CDC letter u/i/c/r) upserts; `delete`
+  or `d` makes the row a delete (`is_delete`), which needs only a valid id (and ts);
+  anything else is "op must be upsert or delete: '<op>'".
+
+Spark reads JSON scalars of any type as their text, so a JSON `true` in a text column is
+the word "true" (the old driver-side validator called it "must be text"), and a JSON
+`12.0` id and a string "12.0" id are the same thing here.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_SPACE_LIKE = re.compile(r"[\t\n\r]+")
-_INT = re.compile(r"[+-]?\d+")
+from app.core.catalog import COLUMNS, ColumnSpec
+from spark_jobs.inputs import OP
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+REASONS = "reasons"
+TS_DEFAULTED = "ts_defaulted"
+IS_DELETE = "is_delete"
+DELETE_OPS = ("delete", "d")
+UPSERT_OPS = ("upsert", "u", "insert", "i", "update", "c", "r")
+# Why a source row is not a record at all (a malformed JSON line, a ragged CSV line),
+# or null; spark_jobs/inputs.py sets it.
+MALFORMED = "_malformed"
+
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+_SPACE_LIKE = r"[\t\n\r]+"
+# (?U): Unicode whitespace, as Python's str.strip() trims it.
+_EDGE_SPACE = r"(?U)^\s+|\s+$"
+_INTEGRAL = r"^\s*[+-]?\d+(\.0*)?\s*$"
 
 
-@dataclass(frozen=True, slots=True)
-class ValidRow:
-    id: int
-    ts: int
-    name: str
-    description: str | None
-    category: str | None
-    brand: str | None
-    price: float | None
-    ts_defaulted: bool
+def _quoted(value: Column) -> Column:
+    """The value as the reasons show it: first 40 characters in single quotes."""
+    from pyspark.sql import functions as F
 
-    def as_tuple(self) -> tuple[object, ...]:
-        """Table column order (app.core.catalog.COLUMN_NAMES)."""
-        return (
-            self.id,
-            self.ts,
-            self.name,
-            self.description,
-            self.category,
-            self.brand,
-            self.price,
+    return F.concat(F.lit("'"), F.substring(value, 1, 40), F.lit("'"))
+
+
+def _missing(value: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return value.isNull() | (F.regexp_replace(value, _EDGE_SPACE, "") == "")
+
+
+def _is_container(value: Column) -> Column:
+    """A JSON object or array (how Spark reads a nested value into a STRING column)."""
+    from pyspark.sql import functions as F
+
+    return (
+        value.rlike(r"^\s*[\[{]")
+        & F.json_array_length(F.concat(F.lit("["), value, F.lit("]"))).isNotNull()
+    )
+
+
+def _integral(value: Column) -> Column:
+    """BIGINT or null: digits only (an integral decimal's zeros dropped), within range."""
+    from pyspark.sql import functions as F
+
+    digits = F.regexp_extract(value, r"^\s*([+-]?\d+)", 1)
+    # A non-ANSI cast gives null on overflow, which is what "not an integer" needs.
+    return F.when(value.rlike(_INTEGRAL), digits.cast("bigint"))
+
+
+def clean_text(value: Column) -> Column:
+    """Trimmed text without control characters; null for missing/empty."""
+    from pyspark.sql import functions as F
+
+    spaced = F.regexp_replace(value, _SPACE_LIKE, " ")
+    text = F.regexp_replace(F.regexp_replace(spaced, _CONTROL, ""), _EDGE_SPACE, "")
+    return F.when(text != "", text)
+
+
+# Reasons read in this order: key, "must be text", "is empty", amount, time.
+_PHASE = {"key": 0, "must_be_text": 1, "empty": 2, "amount": 3, "epoch_millis": 4}
+
+
+def _check(
+    name: str, spec: ColumnSpec, ingestion_ts: Column
+) -> tuple[Column, list[tuple[int, Column]]]:
+    """(the cleaned value, (phase, reason) pairs whose reason is null when the rule holds)."""
+    from pyspark.sql import functions as F
+
+    raw = F.col(name)
+    missing = _missing(raw)
+    if spec.rule == "key":
+        number = _integral(raw)
+        reason = F.when(missing, F.lit(f"{name} is missing")).when(
+            number.isNull(), F.concat(F.lit(f"{name} is not an integer: "), _quoted(raw))
         )
+        return number, [(_PHASE["key"], reason)]
+    if spec.rule == "epoch_millis":
+        number = F.when(missing, ingestion_ts).otherwise(_integral(raw))
+        bad = number.isNull() | (number < 0)
+        reason = F.when(bad, F.concat(F.lit(f"{name} is not epoch millis: "), _quoted(raw)))
+        return number, [(_PHASE["epoch_millis"], reason)]
+    if spec.rule == "text":
+        container = _is_container(raw)
+        text = F.when(~container, clean_text(raw))
+        reasons = [(_PHASE["must_be_text"], F.when(container, F.lit(f"{name} must be text")))]
+        if spec.required:
+            empty = F.when(~container & text.isNull(), F.lit(f"{name} is empty"))
+            reasons.append((_PHASE["empty"], empty))
+        return text, reasons
+    number = raw.cast("double")
+    not_number = F.lower(F.trim(raw)).isin("true", "false") | _is_container(raw)
+    reason = (
+        F.when(missing, F.lit(None))
+        .when(not_number, F.lit(f"{name} must be a number"))
+        .when(number.isNull(), F.concat(F.lit(f"{name} is not a number: "), _quoted(raw)))
+        .when(F.isnan(number) | (F.abs(number) == float("inf")), F.lit(f"{name} must be finite"))
+        .when(number < 0, F.lit(f"{name} must be >= 0"))
+    )
+    return F.when(~missing, number), [(_PHASE["amount"], reason)]
 
 
-def clean_text(value: Any) -> str | None:
-    """Trimmed text without control characters; None for missing/empty."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ValueError("must be text")
-    text = _CONTROL.sub("", _SPACE_LIKE.sub(" ", str(value))).strip()
-    return text or None
+def validate(df: DataFrame, ingestion_ts: int) -> DataFrame:
+    """`df` with its table columns typed and cleaned, plus `reasons` and `ts_defaulted`.
 
-
-def parse_int(value: Any) -> int | None:
-    """An integral value, or None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, float):
-        if not value.is_integer():
-            return None
-        number = int(value)
-    elif isinstance(value, str) and _INT.fullmatch(value.strip()):
-        number = int(value.strip())
-    else:
-        return None
-    return number if BIGINT_MIN <= number <= BIGINT_MAX else None
-
-
-def parse_price(value: Any) -> float | None:
-    """A finite non-negative price; raises ValueError with the reason otherwise."""
-    if isinstance(value, bool):
-        raise ValueError("price must be a number")
-    if isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            raise ValueError(f"price is not a number: {value[:40]!r}") from None
-    elif isinstance(value, int | float):
-        number = float(value)
-    else:
-        raise ValueError("price must be a number")
-    if not math.isfinite(number):
-        raise ValueError("price must be finite")
-    if number < 0:
-        raise ValueError("price must be >= 0")
-    return number
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def validate(row: dict[str, Any], ingestion_ts: int) -> ValidRow | list[str]:
-    """Validate one row already keyed by table column names.
-
-    Returns:
-        The cleaned row, or the list of reasons it was rejected.
+    Rows with a non-empty `reasons` array go to quarantine; their typed columns mean
+    nothing. Other columns of `df` (source, raw row) are kept as they are.
     """
-    reasons: list[str] = []
+    from pyspark.sql import functions as F
 
-    raw_id = row.get("id")
-    product_id = None
-    if _missing(raw_id):
-        reasons.append("id is missing")
-    else:
-        product_id = parse_int(raw_id)
-        if product_id is None:
-            reasons.append(f"id is not an integer: {str(raw_id)[:40]!r}")
-
-    texts: dict[str, str | None] = {}
-    for column in ("name", "description", "category", "brand"):
-        try:
-            texts[column] = clean_text(row.get(column))
-        except ValueError as e:
-            reasons.append(f"{column} {e}")
-            texts[column] = None
-    if texts["name"] is None and not any(r.startswith("name ") for r in reasons):
-        reasons.append("name is empty")
-
-    price = None
-    if not _missing(row.get("price")):
-        try:
-            price = parse_price(row["price"])
-        except ValueError as e:
-            reasons.append(str(e))
-
-    raw_ts = row.get("ts")
-    ts_defaulted = _missing(raw_ts)
-    ts = ingestion_ts if ts_defaulted else parse_int(raw_ts)
-    if ts is None or ts < 0:
-        reasons.append(f"ts is not epoch millis: {str(raw_ts)[:40]!r}")
-
-    if reasons or product_id is None or ts is None or texts["name"] is None:
-        return reasons
-    return ValidRow(
-        id=product_id,
-        ts=ts,
-        name=texts["name"],
-        description=texts["description"],
-        category=texts["category"],
-        brand=texts["brand"],
-        price=price,
-        ts_defaulted=ts_defaulted,
+    ingestion = F.lit(ingestion_ts).cast("bigint")
+    cleaned: dict[str, Column] = {}
+    reasons: list[tuple[int, Column]] = []
+    for name, spec in COLUMNS.items():
+        cleaned[name], column_reasons = _check(name, spec, ingestion)
+        reasons.extend(column_reasons)
+    op = F.lower(F.trim(F.col(OP)))
+    is_delete = op.isin(*DELETE_OPS).eqNullSafe(True)
+    op_reason = F.when(
+        op.isNotNull() & ~op.isin(*DELETE_OPS, *UPSERT_OPS),
+        F.concat(F.lit("op must be upsert or delete: "), _quoted(F.col(OP))),
+    )
+    ordered = sorted(reasons, key=lambda pair: pair[0])
+    # A delete names a row by id (and orders by ts); its other columns do not matter.
+    for_delete = [r for phase, r in ordered if phase in (_PHASE["key"], _PHASE["epoch_millis"])]
+    checks = F.when(is_delete, F.array(*for_delete, op_reason)).otherwise(
+        F.array(*(r for _, r in ordered), op_reason)
+    )
+    all_reasons = F.when(F.col(MALFORMED).isNotNull(), F.array(F.col(MALFORMED))).otherwise(
+        F.filter(checks, lambda r: r.isNotNull())
+    )
+    ts_defaulted = [_missing(F.col(n)) for n, s in COLUMNS.items() if s.rule == "epoch_millis"]
+    keep = [c for c in df.columns if c not in COLUMNS and c != OP]
+    return df.select(
+        *keep,
+        *(value.alias(name) for name, value in cleaned.items()),
+        (ts_defaulted[0] if ts_defaulted else F.lit(False)).alias(TS_DEFAULTED),
+        is_delete.alias(IS_DELETE),
+        all_reasons.alias(REASONS),
     )

@@ -1,74 +1,153 @@
-"""Fast tier: the row rules, column mapping and generator of spark_jobs, without a JVM."""
+"""The row rules (Spark column expressions), column mapping, schema and generator.
+
+The rules run on the tests' shared local Spark session (marked `spark`): each test puts
+all its cases in one DataFrame, so a case costs a row, not a Spark job. Column mapping,
+file discovery, the one product schema and the generator need no JVM.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
+from app.core.catalog import (
+    COLUMN_NAMES,
+    PAYLOAD_COLUMNS,
+    PRODUCT_COLUMNS,
+    ColumnSpec,
+    Product,
+    columns_of,
+    spark_schema,
+)
 from spark_jobs.errors import InputError
 from spark_jobs.generate_products import generate, generate_file
-from spark_jobs.inputs import column_mapping, discover, read_rows
+from spark_jobs.inputs import column_mapping, discover, json_lines
 from spark_jobs.product_copy import CATALOG
-from spark_jobs.validation import ValidRow, clean_text, parse_int, validate
+from spark_jobs.validation import REASONS, TS_DEFAULTED, validate
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 NOW = 1_800_000_000_000
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [(12, 12), ("12", 12), (" 12 ", 12), (12.0, 12), ("-3", -3), (2**63 - 1, 2**63 - 1)],
-)
-def test_integral_ids_pass(value: object, expected: int) -> None:
-    assert parse_int(value) == expected
+def check(spark: SparkSession, rows: list[Any]) -> list[dict[str, Any] | list[str]]:
+    """Each row (a dict, or a raw line) through the JSONL reader and the rules, in order.
+
+    Returns the cleaned row (table columns + ts_defaulted) or the list of reasons.
+    """
+    from pyspark.sql import functions as F
+
+    lines = [(n, r if isinstance(r, str) else json.dumps(r)) for n, r in enumerate(rows)]
+    frame = spark.createDataFrame(lines, "n int, value string")
+    checked = validate(json_lines(frame, F.lit("<test>")), NOW).orderBy("n")
+    return [
+        list(row[REASONS]) or {c: row[c] for c in (*COLUMN_NAMES, TS_DEFAULTED)}
+        for row in checked.collect()
+    ]
 
 
-@pytest.mark.parametrize("value", ["12.5", 12.5, "abc", "", True, None, "1e3", 2**63, [1]])
-def test_non_integral_ids_fail(value: object) -> None:
-    assert parse_int(value) is None
+def _row(pid: int, name: str, **kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = dict.fromkeys(COLUMN_NAMES)
+    return {**base, "id": pid, "ts": NOW, "name": name, TS_DEFAULTED: True, **kw}
 
 
-def test_valid_row_is_cleaned() -> None:
-    row = validate(
-        {"id": "7", "name": "  Tea\x00 Tin\n", "description": "Loose\tleaf. ", "price": "4.5"},
-        NOW,
+@pytest.mark.spark
+def test_integral_ids_pass_and_others_fail(spark: SparkSession) -> None:
+    good = [12, "12", " 12 ", 12.0, "-3", 2**63 - 1]
+    bad = ["12.5", 12.5, "abc", True, "1e3", 2**63, [1]]
+    results = check(spark, [{"id": v, "name": "x"} for v in (*good, *bad)])
+    assert [r["id"] for r in results[: len(good)] if isinstance(r, dict)] == [
+        12,
+        12,
+        12,
+        12,
+        -3,
+        2**63 - 1,
+    ]
+    assert all(isinstance(r, list) and r[0].startswith("id is not an integer") for r in results[6:])
+    missing = check(spark, [{"id": None, "name": "x"}, {"name": "x"}, {"id": "", "name": "x"}])
+    assert missing == [["id is missing"]] * 3
+
+
+@pytest.mark.spark
+def test_valid_rows_are_cleaned(spark: SparkSession) -> None:
+    results = check(
+        spark,
+        [
+            {"id": "7", "name": "  Tea\x00 Tin\n", "description": "Loose\tleaf. ", "price": "4.5"},
+            {"id": 1, "name": "Mug", "price": "", "ts": "123"},
+            {"Product ID": 2, "Title": "Lamp", "unit-price": 3, "brand": "  "},
+        ],
     )
-    assert row == ValidRow(7, NOW, "Tea Tin", "Loose leaf.", None, None, 4.5, ts_defaulted=True)
+    assert results == [
+        _row(7, "Tea Tin", description="Loose leaf.", price=4.5),
+        _row(1, "Mug", ts=123, ts_defaulted=False),
+        _row(2, "Lamp", price=3.0),
+    ]
 
 
-def test_missing_price_is_null_and_given_ts_is_kept() -> None:
-    row = validate({"id": 1, "name": "Mug", "price": "", "ts": "123"}, NOW)
-    assert isinstance(row, ValidRow)
-    assert (row.price, row.ts, row.ts_defaulted) == (None, 123, False)
+BAD_ROWS: list[tuple[Any, list[str]]] = [
+    ({"name": "x"}, ["id is missing"]),
+    ({"id": "1.5", "name": "x"}, ["id is not an integer: '1.5'"]),
+    ({"id": 1, "name": " \x07 "}, ["name is empty"]),
+    ({"id": 1, "name": "x", "price": -0.01}, ["price must be >= 0"]),
+    ({"id": 1, "name": "x", "price": "NaN"}, ["price must be finite"]),
+    ({"id": 1, "name": "x", "price": "-Infinity"}, ["price must be finite"]),
+    ({"id": 1, "name": "x", "price": True}, ["price must be a number"]),
+    ({"id": 1, "name": "x", "price": "cheap"}, ["price is not a number: 'cheap'"]),
+    ({"id": 1, "name": "x", "ts": "yesterday"}, ["ts is not epoch millis: 'yesterday'"]),
+    ({"id": 1, "name": "x", "ts": -5}, ["ts is not epoch millis: '-5'"]),
+    ({"id": 1, "name": {"en": "x"}}, ["name must be text"]),
+    ({"id": 1, "name": "x", "brand": ["a"]}, ["brand must be text"]),
+    ({"id": "", "name": ""}, ["id is missing", "name is empty"]),
+    (
+        {"id": "a", "name": "", "description": {}, "price": -1, "ts": "t"},
+        [
+            "id is not an integer: 'a'",
+            "description must be text",
+            "name is empty",
+            "price must be >= 0",
+            "ts is not epoch millis: 't'",
+        ],
+    ),
+    ({"id": 1, "op": "merge", "name": "x"}, ["op must be upsert or delete: 'merge'"]),
+    ("{not json", ["not a JSON object"]),
+    ("[1, 2]", ["not a JSON object"]),
+]
 
 
-@pytest.mark.parametrize(
-    ("row", "reasons"),
-    [
-        ({"name": "x"}, ["id is missing"]),
-        ({"id": "1.5", "name": "x"}, ["id is not an integer: '1.5'"]),
-        ({"id": 1, "name": " \x07 "}, ["name is empty"]),
-        ({"id": 1, "name": "x", "price": -0.01}, ["price must be >= 0"]),
-        ({"id": 1, "name": "x", "price": "NaN"}, ["price must be finite"]),
-        ({"id": 1, "name": "x", "price": True}, ["price must be a number"]),
-        ({"id": 1, "name": "x", "ts": "yesterday"}, ["ts is not epoch millis: 'yesterday'"]),
-        ({"id": 1, "name": {"en": "x"}}, ["name must be text"]),
-        ({"id": "", "name": ""}, ["id is missing", "name is empty"]),
-    ],
-)
-def test_bad_rows_give_every_reason(row: dict[str, object], reasons: list[str]) -> None:
-    assert validate(row, NOW) == reasons
+@pytest.mark.spark
+def test_bad_rows_give_every_reason(spark: SparkSession) -> None:
+    assert check(spark, [row for row, _ in BAD_ROWS]) == [reasons for _, reasons in BAD_ROWS]
 
 
-@given(st.text(max_size=200))
-def test_clean_text_never_keeps_control_characters(text: str) -> None:
-    cleaned = clean_text(text)
-    assert cleaned is None or cleaned == cleaned.strip()
-    assert not any(unicodedata.category(c) == "Cc" for c in cleaned or "")
+@pytest.mark.spark
+def test_deletes_need_only_an_id(spark: SparkSession) -> None:
+    results = check(
+        spark, [{"op": "delete", "id": 4}, {"OP": "D", "id": "5", "name": ""}, {"op": "d"}]
+    )
+    assert [r if isinstance(r, list) else r["id"] for r in results] == [4, 5, ["id is missing"]]
+
+
+@pytest.mark.spark
+def test_clean_text_never_keeps_control_characters(spark: SparkSession) -> None:
+    # Every control character and the Unicode spaces, at the edges and inside.
+    controls = "".join(chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)))
+    texts = [f"{controls}a{controls}b{controls}", "\u00a0 x \u2003", "\u2028y\t"]
+    results = check(spark, [{"id": 1, "name": t} for t in texts])
+    names = [r["name"] if isinstance(r, dict) else r for r in results]
+    # \t\n and \r (apart) become one space each; the rest of the controls go.
+    assert names == ["a  b", "x", "y"]
+    for name in names:
+        assert isinstance(name, str) and name == name.strip()
+        assert not any(unicodedata.category(c) == "Cc" for c in name)
 
 
 def test_column_mapping_aliases_and_precedence() -> None:
@@ -78,7 +157,7 @@ def test_column_mapping_aliases_and_precedence() -> None:
         column_mapping(["sku", "name"], "f.csv")
 
 
-def test_discover_and_read_report_bad_paths(tmp_path: Path) -> None:
+def test_discover_reports_bad_paths(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="input not found"):
         discover([str(tmp_path / "nope.jsonl")], None)
     (tmp_path / "notes.txt").write_text("x")
@@ -86,20 +165,8 @@ def test_discover_and_read_report_bad_paths(tmp_path: Path) -> None:
         discover([str(tmp_path)], None)
     with pytest.raises(InputError, match="pass --format"):
         discover([str(tmp_path / "notes.txt")], None)
-    bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b"\xff\xfe")
-    with pytest.raises(InputError, match="cannot read"):
-        read_rows(bad, "jsonl")
-
-
-def test_csv_rows_report_their_starting_line(tmp_path: Path) -> None:
-    path = tmp_path / "p.csv"
-    path.write_text('id,name,description\n1,A,"two\nlines"\n2,B,one\n')
-    _, rows = read_rows(path, "csv")
-    assert [(r.line, r.data) for r in rows] == [
-        (2, {"id": "1", "name": "A", "description": "two\nlines"}),
-        (4, {"id": "2", "name": "B", "description": "one"}),
-    ]
+    # Object-store inputs are listed by Spark, not here.
+    assert discover(["s3a://bucket/in/"], None) == []
 
 
 def test_generator_is_deterministic_varied_and_valid(tmp_path: Path) -> None:
@@ -110,19 +177,56 @@ def test_generator_is_deterministic_varied_and_valid(tmp_path: Path) -> None:
     assert {r["category"] for r in first} == set(CATALOG)
     assert len({r["description"] for r in first}) > 1_500
     for row in first:
-        assert isinstance(validate(row, NOW), ValidRow)
         assert 2 <= row["description"].count(". ") + 1 <= 4
     result = generate_file(10, seed=5, output=str(tmp_path / "g.jsonl"), start_id=100)
     lines = (tmp_path / "g.jsonl").read_text().splitlines()
     assert result.count == 10 and [json.loads(x) for x in lines] == first[:10]
 
 
-def test_demo_files_are_valid_where_they_should_be() -> None:
+@pytest.mark.spark
+def test_demo_files_are_valid_where_they_should_be(spark: SparkSession) -> None:
     demo = Path(__file__).resolve().parents[1] / "data" / "demo"
-    products = [json.loads(x) for x in (demo / "products.jsonl").read_text().splitlines()]
+    lines = (demo / "products.jsonl").read_text().splitlines()
+    products = [json.loads(x) for x in lines]
     assert len(products) >= 300 and len({p["id"] for p in products}) == len(products)
     assert len({p["category"] for p in products}) >= 12
-    assert all(isinstance(validate(p, NOW), ValidRow) for p in products)
-    _, bad = read_rows(demo / "bad_products.jsonl", "jsonl")
-    outcomes = [validate(r.data, NOW) if r.data is not None else ["json"] for r in bad]
+    assert all(isinstance(r, dict) for r in check(spark, lines))
+    bad = [x for x in (demo / "bad_products.jsonl").read_text().splitlines() if x.strip()]
+    outcomes = check(spark, bad)
     assert sum(isinstance(o, list) for o in outcomes) == len(bad) - 1  # one row is fixable
+
+
+# --- one product schema -------------------------------------------------------------
+
+
+def test_the_schema_is_derived_from_product() -> None:
+    assert PRODUCT_COLUMNS == (
+        ("id", "BIGINT"),
+        ("ts", "BIGINT"),
+        ("name", "STRING"),
+        ("description", "STRING"),
+        ("category", "STRING"),
+        ("brand", "STRING"),
+        ("price", "DOUBLE"),
+    )
+    assert PAYLOAD_COLUMNS == ("name", "category", "brand", "price")
+    row = {"id": 3, "ts": None, "name": "Lamp", "description": None, "price": 2}
+    assert Product.from_row(row) == Product(3, 0, "Lamp", "", None, None, 2.0)
+
+
+def test_adding_a_column_is_one_edit() -> None:
+    """A new field with its ColumnSpec: the Spark schema and the row mapping follow."""
+    from pyspark.sql.types import StringType, StructField
+
+    @dataclass(frozen=True, slots=True)
+    class WithColour(Product):
+        colour: str | None = dataclasses.field(
+            metadata={"column": ColumnSpec("STRING", "text", aliases=("color",), payload=True)}
+        )
+
+    schema = spark_schema(WithColour)
+    assert schema.fieldNames() == [*COLUMN_NAMES, "colour"]
+    assert schema["colour"] == StructField("colour", StringType(), nullable=True)
+    assert columns_of(WithColour)["colour"].aliases == ("color",)
+    row = {"id": 1, "ts": 5, "name": "Mug", "price": None, "colour": "teal"}
+    assert WithColour.from_row(row) == WithColour(1, 5, "Mug", "", None, None, None, "teal")

@@ -156,8 +156,10 @@ def _write_inputs(folder: Path) -> None:
         json.dumps({"id": 6.5, "name": "Half"}),  # 9
     ]
     (folder / "a.jsonl").write_text("\n".join(lines) + "\n")
+    # Extra (colour) and missing (description, brand) columns; a row one field short.
     (folder / "b.csv").write_text(
-        'product_id,title,price,category\n7,"Yoga Mat",29.5,sports\n8,Headlamp,cheap,outdoor\n'
+        "product_id,title,price,category,colour\n"
+        '7,"Yoga Mat",29.5,sports,teal\n8,Headlamp,cheap,outdoor,red\n10,Short Row\n'
     )
     pq.write_table(
         pa.table({"id": [9, None], "name": ["Tent", "Orphan"], "price": [199.0, 1.0]}),
@@ -165,29 +167,42 @@ def _write_inputs(folder: Path) -> None:
     )
 
 
+def read_quarantine(folder: Path) -> list[dict[str, Any]]:
+    """The rows of a quarantine folder Spark wrote (JSON part files)."""
+    return [
+        json.loads(line)
+        for f in sorted(folder.glob("part-*"))
+        for line in f.read_text().splitlines()
+    ]
+
+
 def test_upsert_files_validation(spark: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "products"
     create_table(spark, str(path))
     inputs = tmp_path / "in"
     _write_inputs(inputs)
-    quarantine = tmp_path / "quarantine.jsonl"
+    quarantine = tmp_path / "quarantine"
 
     result = upsert_files(spark, str(path), [str(inputs)], quarantine_path=str(quarantine))
-    assert (result.read, result.upserted, result.quarantined, result.duplicates) == (13, 5, 7, 1)
+    assert (result.read, result.upserted, result.quarantined, result.duplicates) == (14, 5, 8, 1)
 
-    rejects = [json.loads(line) for line in quarantine.read_text().splitlines()]
-    where = {(Path(r["source"]).name, r["line"]): r["reasons"] for r in rejects}
-    assert where == {
-        ("a.jsonl", 2): ["id is not an integer: 'abc'"],
-        ("a.jsonl", 3): ["name is empty"],
-        ("a.jsonl", 4): ["price must be >= 0"],
-        ("a.jsonl", 5): ["not a JSON object"],
-        ("a.jsonl", 9): ["id is not an integer: '6.5'"],
-        ("b.csv", 3): ["price is not a number: 'cheap'"],
-        ("c.parquet", 2): ["id is missing"],
-    }
-    assert len(rejects) == len(where)
-    assert next(r for r in rejects if r["line"] == 5)["row"] == "{not json"
+    rejects = read_quarantine(quarantine)
+    where = sorted((Path(r["source"]).name, r["reasons"], r["row"]) for r in rejects)
+    assert where == [
+        ("a.jsonl", ["id is not an integer: '6.5'"], '{"id": 6.5, "name": "Half"}'),
+        ("a.jsonl", ["id is not an integer: 'abc'"], '{"id": "abc", "name": "Bad Id"}'),
+        ("a.jsonl", ["name is empty"], '{"id": 2, "name": "   "}'),
+        ("a.jsonl", ["not a JSON object"], "{not json"),
+        ("a.jsonl", ["price must be >= 0"], json.dumps(product(3, 100, "Cheap", price=-1))),
+        ("b.csv", ["CSV line has the wrong number of fields"], "10,Short Row"),
+        (
+            "b.csv",
+            ["price is not a number: 'cheap'"],
+            '{"product_id":"8","title":"Headlamp","price":"cheap","category":"outdoor",'
+            '"colour":"red"}',
+        ),
+        ("c.parquet", ["id is missing"], '{"name":"Orphan","price":1.0}'),
+    ]
 
     rows = {r["id"]: r for r in hudi_rs_snapshot(path)}
     assert sorted(rows) == [1, 4, 5, 7, 9]
@@ -196,11 +211,14 @@ def test_upsert_files_validation(spark: SparkSession, tmp_path: Path) -> None:
     assert rows[4]["name"] == "Kettle v2" and rows[4]["ts"] == 300
     assert rows[5]["price"] is None and rows[5]["ts"] > 1_700_000_000_000  # ingestion time
     assert (rows[7]["name"], rows[7]["price"], rows[7]["category"]) == ("Yoga Mat", 29.5, "sports")
+    assert (rows[7]["description"], rows[7]["brand"]) == (None, None)
 
-    # Rerun: no commit, no row changes (not even the ingestion-time ts of id 5).
+    # Rerun: no commit, no row changes (not even the ingestion-time ts of id 5), and the
+    # quarantine folder is rewritten, not appended to.
     before, commits = hudi_rs_snapshot(path), commit_count(path)
     rerun = upsert_files(spark, str(path), [str(inputs)], quarantine_path=str(quarantine))
-    assert (rerun.upserted, rerun.unchanged, rerun.quarantined) == (0, 5, 7)
+    assert (rerun.upserted, rerun.unchanged, rerun.quarantined) == (0, 5, 8)
+    assert len(read_quarantine(quarantine)) == 8
     assert hudi_rs_snapshot(path) == before
     assert commit_count(path) == commits == 1
 
@@ -233,8 +251,8 @@ def test_cli_failures_leave_table_unchanged(
     good.write_text(json.dumps(product(10, 500, "Would Land")) + "\n")
     no_id = tmp_path / "no_id.csv"
     no_id.write_text("sku,title\nA1,Lamp\n")
-    binary = tmp_path / "binary.jsonl"
-    binary.write_bytes(b"\xff\xfe\x00garbage\x80\n")
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"\xff\xfe\x00garbage\x80\n1,2\n")
     corrupt = tmp_path / "corrupt.parquet"
     corrupt.write_bytes(b"PAR1 not really parquet")
     bad_ids = tmp_path / "ids.txt"
@@ -279,11 +297,18 @@ def test_cli_upsert_prints_counts(
     source = tmp_path / "same.jsonl"
     rows = [product(1, 100, "Kettle"), product(2, 100, "Grinder"), {"id": "x", "name": "Bad"}]
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    quarantine = tmp_path / "q.jsonl"
+    quarantine = tmp_path / "q"
     commits = commit_count(seeded_table)
     argv = ["--table-path", str(seeded_table), "--input", str(source)]
     assert upsert_products.main([*argv, "--quarantine", str(quarantine)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:5] == ["read 3", "upserted 0", "quarantined 1", "duplicates 0", "unchanged 2"]
-    assert json.loads(quarantine.read_text())["line"] == 3
+    assert out[:6] == [
+        "read 3",
+        "upserted 0",
+        "quarantined 1",
+        "duplicates 0",
+        "unchanged 2",
+        "deleted 0",
+    ]
+    assert [r["reasons"] for r in read_quarantine(quarantine)] == [["id is not an integer: 'x'"]]
     assert commit_count(seeded_table) == commits
