@@ -15,7 +15,7 @@ from pathlib import Path
 
 from app.core.config import get_settings
 from app.core.logging import configure_logging
-from app.embedding import load_embedder
+from app.embedding import embedder_for
 from app.eval.data import (
     DEFAULT_PRODUCTS,
     DEFAULT_QRELS,
@@ -74,9 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot read eval files: {e}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    embedder = load_embedder(
-        settings.embedding_model, settings.embedding_device, settings.embedding_batch_size
-    )
+    embedder = embedder_for(settings)
     try:
         store = open_store(settings) if args.use_store else None
         if store is None:
