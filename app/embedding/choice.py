@@ -1,0 +1,126 @@
+"""Which engine embeds documents on this machine, and why (logged at start-up).
+
+Measured on the 2-core AMD EPYC (AVX512-VNNI) this was built on, bench/sync.py: the int8
+export runs several times faster than sentence-transformers' torch at cosine >= 0.99 to
+its vectors, the fp32 export ~1.3x at equal vectors. Every ONNX engine is checked against
+torch on probe texts before it is used; a failed check falls back a step, never stops
+the service.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from app.embedding.onnx_encoder import OnnxEncoder, available_cores, open_session
+from app.embedding.onnx_export import export_fp32, exportable, quantize_int8
+
+if TYPE_CHECKING:
+    from app.embedding.model import Embedder
+
+logger = logging.getLogger(__name__)
+
+EncoderChoice = Literal["auto", "onnx-int8", "onnx-fp32", "torch"]
+
+# Product-like texts of different lengths, one past the 256-token limit (truncated). Not a
+# one-letter text: int8 quantizes activations per batch, and a lone "x" batched with a
+# 256-token text scored 0.985 while it scores 0.991 alone (the sync batches by length).
+_PROBES = [
+    "waterproof headphones for swimming laps, good value",
+    "Stainless steel espresso machine\nA 15-bar pump, a steam wand for milk and a "
+    "removable 1.5 l tank. Heats up in 40 seconds.",
+    "cordless drill with two batteries and a charger " * 40,
+]
+# fp32 ONNX equals torch to float32 noise; a real mismatch (wrong pooling) is > 1e-2.
+_FP32_MAX_DIFF = 1e-4
+# int8 is a close approximation, not the same vectors: measured >= 0.995 on chunk texts.
+_INT8_MIN_COSINE = 0.99
+# CPU flags that run int8 GEMMs natively (u8 x s8 without saturation).
+_INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni")
+
+
+def int8_cpu_flag(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The CPU's int8 dot-product instruction set, or None (or not Linux)."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    flags = next(
+        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")),
+        [],
+    )
+    return next((f for f in _INT8_FLAGS if f in flags), None)
+
+
+def choose_encoder(
+    embedder: Embedder, choice: EncoderChoice, device: str, cache_dir: str, threads: int
+) -> Embedder:
+    """Give `embedder` the fastest engine allowed by `choice` that passes its probe check."""
+    if device != "cpu":
+        # No GPU on the machines this was built on: this path is untested.
+        logger.info("document encoder: torch on %s (EMBEDDING_DEVICE=%s)", device, device)
+        return embedder
+    if choice == "torch":
+        logger.info("document encoder: torch (EMBEDDING_ENCODER=torch)")
+        return embedder
+    if not exportable(embedder.model):
+        logger.info("document encoder: torch (model layout not exportable as plain mean-pool)")
+        return embedder
+    flag = int8_cpu_flag()
+    want_int8 = choice == "onnx-int8" or (choice == "auto" and flag is not None)
+    why = f"EMBEDDING_ENCODER={choice}"
+    if choice == "auto":
+        why = f"auto: CPU has {flag}" if flag else "auto: CPU has no VNNI/AMX for int8"
+    threads = threads or available_cores()
+    try:
+        fp32 = export_fp32(embedder.model, embedder.model_id, _cache(cache_dir))
+        if want_int8:
+            onnx = _open(embedder, quantize_int8(fp32), threads)
+            cosine = float(np.min(np.sum(onnx.embed(_PROBES) * embedder.embed_torch(_PROBES), 1)))
+            if cosine >= _INT8_MIN_COSINE:
+                return _use(embedder, onnx, "onnx-int8", f"{why}; probe cosine {cosine:.4f}")
+            logger.warning(
+                "int8 export: probe cosine %.4f < %s, trying fp32", cosine, _INT8_MIN_COSINE
+            )
+        onnx = _open(embedder, fp32, threads)
+        diff = float(np.abs(onnx.embed(_PROBES) - embedder.embed_torch(_PROBES)).max())
+        if diff <= _FP32_MAX_DIFF:
+            return _use(embedder, onnx, "onnx-fp32", f"{why}; probe max diff {diff:.1g}")
+        logger.warning("document encoder: torch (fp32 ONNX export differs by %.2g)", diff)
+    except Exception as e:  # an optional speed-up must never stop the service
+        logger.warning("document encoder: torch (ONNX unavailable: %s)", e)
+    return embedder
+
+
+def _cache(cache_dir: str) -> Path:
+    if cache_dir:
+        return Path(cache_dir)
+    from app.core.config import Settings
+
+    return Path(Settings.model_fields["model_cache_dir"].default)
+
+
+def _open(embedder: Embedder, path: Path, threads: int) -> OnnxEncoder:
+    # Spinning off: the sync shares the process with request threads (see open_session).
+    session = open_session(path, threads, spinning=False)
+    max_len = embedder.max_seq_tokens + 2
+    return OnnxEncoder(session, embedder.tokenizer(), max_len, embedder.batch_size, path)
+
+
+def _use(embedder: Embedder, onnx: OnnxEncoder, name: str, why: str) -> Embedder:
+    embedder.onnx = onnx
+    embedder.encoder = name
+    if name == "onnx-int8":
+        embedder.model_id = f"{embedder.model_id}+int8"
+    logger.info(
+        "document encoder: %s (%s, %d threads, batch %d, %s)",
+        name,
+        why,
+        onnx.threads,
+        onnx.batch_size,
+        onnx.model_path.name,
+    )
+    return embedder

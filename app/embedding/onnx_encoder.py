@@ -1,0 +1,102 @@
+"""Sentence vectors from an ONNX export: tokenize, run the encoder, mean-pool, normalise.
+
+Used for documents (the sync: big batches, all cores) and for queries (one short text per
+request: one thread, no spinning). The two differ only in their session options.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Encoding, Tokenizer
+
+logger = logging.getLogger(__name__)
+
+Vectors = npt.NDArray[np.float32]
+
+
+def available_cores() -> int:
+    """Cores this process may run on (a container's cpuset, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def open_session(path: Path, threads: int, *, spinning: bool) -> onnxruntime.InferenceSession:
+    """An ONNX Runtime CPU session with `threads` intra-op threads.
+
+    Spinning: ORT's worker threads busy-wait after each op for the next one. That buys a
+    little latency and costs a core per thread for as long as they spin, also between
+    requests; a server sharing its cores with the sync and the HTTP loop turns it off.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+class OnnxEncoder:
+    """Equal to sentence-transformers' mean-pooled, normalised output of the same weights.
+
+    Texts are sorted by length and batched, so a batch pads to similar lengths instead of
+    to its longest member; the output comes back in input order.
+    """
+
+    def __init__(
+        self,
+        session: onnxruntime.InferenceSession,
+        tokenizer: Tokenizer,
+        max_len: int,
+        batch_size: int,
+        model_path: Path,
+    ) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self._tokenizer.enable_truncation(max_len)
+        self._tokenizer.no_padding()
+        self._names = [i.name for i in session.get_inputs()]
+        self.batch_size = batch_size
+        self.model_path = model_path
+        self.dim = int(session.get_outputs()[0].shape[-1])
+        self.threads = int(session.get_session_options().intra_op_num_threads)
+
+    def embed(self, texts: list[str]) -> Vectors:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(texts)
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._run([encodings[i] for i in rows])
+        return out
+
+    def _run(self, encodings: list[Encoding]) -> Vectors:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        types = np.zeros_like(ids)
+        mask = np.zeros_like(ids)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            types[row, :n] = e.type_ids
+            mask[row, :n] = 1
+        arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        hidden = self._session.run(None, {n: arrays[n] for n in self._names})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.asarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)

@@ -1,0 +1,157 @@
+"""The document encoders against sentence-transformers' own vectors, and what choosing one
+does to the index.
+
+Texts are real chunks: generated products cut by the sync's own chunker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.core.catalog import Product
+from app.embedding import Embedder, load_embedder
+from app.embedding.choice import int8_cpu_flag
+from app.embedding.onnx_export import _early_ffn_outputs
+from app.sync.chunking import ProductChunker
+from app.sync.engine import SyncEngine
+from spark_jobs.create_table import create_table
+from spark_jobs.generate_products import generate
+from spark_jobs.upsert_products import upsert_rows
+from tests.synctools import Harness, long_text, make_harness, product
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> Embedder:
+    return load_embedder(encoder="torch")
+
+
+@pytest.fixture(scope="module")
+def int8_embedder(models_dir: str) -> Embedder:
+    return load_embedder(encoder="onnx-int8", cache_dir=models_dir)
+
+
+@pytest.fixture(scope="module")
+def chunk_texts(torch_embedder: Embedder) -> list[str]:
+    chunker = ProductChunker(torch_embedder.tokenizer(), torch_embedder.model_id, 200, 20)
+    texts: list[str] = []
+    rows = list(generate(200, seed=3))
+    for r in rows:
+        p = Product(r["id"], 0, r["name"], r["description"], r["category"], r["brand"], r["price"])
+        texts.extend(c.text for c in chunker.chunk(p))
+    # Plus short texts (a product with no description is its name alone) and one past the
+    # model's 256 tokens (truncated).
+    names = [r["name"] for r in rows[:50]]
+    return [*texts, *names, "cordless drill with a spare battery " * 60]
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    assert a.shape == b.shape
+    return np.asarray((a * b).sum(axis=1))
+
+
+def test_int8_vectors_match_sentence_transformers(
+    int8_embedder: Embedder, torch_embedder: Embedder, chunk_texts: list[str]
+) -> None:
+    assert int8_embedder.encoder == "onnx-int8"
+    assert int8_embedder.onnx is not None and int8_embedder.onnx.model_path.name.endswith(
+        "-int8.onnx"
+    )
+    cos = _cosines(int8_embedder.embed(chunk_texts), torch_embedder.embed(chunk_texts))
+    assert len(cos) == len(chunk_texts) > 250
+    assert cos.min() >= 0.99, f"min cosine {cos.min():.4f}"
+    # Not the same vectors: if this fails, the int8 model was not used at all.
+    assert cos.min() < 0.9999
+    norms = np.linalg.norm(int8_embedder.embed(chunk_texts[:5]), axis=1)
+    np.testing.assert_allclose(norms, 1.0, atol=1e-5)
+
+
+def test_fp32_onnx_vectors_equal_sentence_transformers(
+    models_dir: str, torch_embedder: Embedder, chunk_texts: list[str]
+) -> None:
+    fp32 = load_embedder(encoder="onnx-fp32", cache_dir=models_dir)
+    assert fp32.encoder == "onnx-fp32"
+    cos = _cosines(fp32.embed(chunk_texts), torch_embedder.embed(chunk_texts))
+    assert cos.min() >= 0.9999, f"min cosine {cos.min():.6f}"
+    # Length bucketing sorts inside embed(): the output must still be in input order.
+    shuffled = chunk_texts[::-1]
+    np.testing.assert_allclose(fp32.embed(shuffled), fp32.embed(chunk_texts)[::-1], atol=1e-5)
+
+
+def test_auto_picks_int8_on_a_vnni_cpu_and_names_its_vector_space(
+    models_dir: str, int8_embedder: Embedder, torch_embedder: Embedder
+) -> None:
+    auto = load_embedder(encoder="auto", cache_dir=models_dir)
+    if int8_cpu_flag() is None:
+        assert auto.encoder == "onnx-fp32"
+        assert auto.model_id == "all-MiniLM-L6-v2"
+    else:
+        assert auto.encoder == "onnx-int8"
+        assert auto.model_id == "all-MiniLM-L6-v2+int8"
+    # Torch and fp32 ONNX share a space (no re-index between them); int8 is its own.
+    assert torch_embedder.model_id == "all-MiniLM-L6-v2" and torch_embedder.onnx is None
+    assert int8_embedder.model_id == "all-MiniLM-L6-v2+int8"
+    assert (auto.dim, auto.max_seq_tokens) == (384, 254)
+
+
+def test_int8_cpu_flag_reads_cpuinfo(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n")
+    assert int8_cpu_flag(info) == "avx512_vnni"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2\n")
+    assert int8_cpu_flag(info) is None
+    assert int8_cpu_flag(tmp_path / "missing") is None
+
+
+def test_fp32_kept_for_the_first_half_of_ffn_outputs() -> None:
+    names = [
+        f"/encoder/encoder/layer.{i}/{part}/MatMul"
+        for i in range(6)
+        for part in ("attention/self/query", "attention/output/dense", "output/dense")
+    ]
+    assert _early_ffn_outputs(names) == [
+        "/encoder/encoder/layer.0/output/dense/MatMul",
+        "/encoder/encoder/layer.1/output/dense/MatMul",
+        "/encoder/encoder/layer.2/output/dense/MatMul",
+    ]
+    assert _early_ffn_outputs(["/other/MatMul"]) == []
+
+
+@pytest.mark.spark
+def test_switching_the_encoder_reembeds_the_whole_index(
+    spark: Any, torch_embedder: Embedder, int8_embedder: Embedder, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "products")
+    create_table(spark, path)
+    upsert_rows(
+        spark,
+        path,
+        [
+            product(1, 100, "Trail Runner 3", long_text("trail shoe", 4)),
+            product(2, 100, "Swim Buds", "Waterproof earbuds for lap swimming."),
+        ],
+    )
+    h = make_harness(path, torch_embedder)
+    boot = h.cycle()
+    chunks = h.assert_mirror().expected_chunks
+    assert boot.mode == "bootstrap" and boot.embedded == chunks > 2
+
+    # Same store, same table, the int8 encoder: every vector is from another space.
+    h2 = Harness(h.settings, h.store, SyncEngine(h.settings, h.store, int8_embedder))
+    switch = h2.cycle()
+    assert switch.mode == "full" and "model changed" in (switch.reason or "")
+    assert "all-MiniLM-L6-v2+int8" in (switch.reason or "")
+    assert (switch.embedded, switch.deleted, switch.skipped) == (chunks, chunks, 0)
+    assert h2.assert_mirror().expected_chunks == chunks
+
+    # And nothing more to do on the next cycle.
+    again = h2.cycle()
+    assert (again.embedded, again.deleted) == (0, 0)
