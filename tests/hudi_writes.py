@@ -99,7 +99,10 @@ def insert_overwrite_without(spark: Any, path: str, pid: int) -> None:
         [tuple(r[c] for c in COLUMN_NAMES) for r in keep], _ddl()
     ).createOrReplaceTempView(view)
     with sql_table(spark, path) as t:
-        spark.sql(f"INSERT OVERWRITE {t} SELECT {', '.join(COLUMN_NAMES)} FROM {view}")
+        # After a marker write the table also has `_hoodie_is_deleted`: kept rows are false.
+        wanted = [c for c in spark.table(t).columns if c in COLUMN_NAMES or c == DELETE_MARKER]
+        select = ", ".join(c if c in COLUMN_NAMES else f"false AS {c}" for c in wanted)
+        spark.sql(f"INSERT OVERWRITE {t} SELECT {select} FROM {view}")
 
 
 def spark_rows(spark: Any, path: str, ids: list[int] | None = None) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from spark_jobs.create_table import create_table
 from spark_jobs.delete_products import delete_ids
 from spark_jobs.upsert_products import upsert_rows
+from tests.hudi_writes import merge_delete
 from tests.synctools import Harness, long_text, make_harness, product
 
 pytestmark = pytest.mark.spark
@@ -59,7 +60,8 @@ def test_commit_completing_after_a_later_one_is_read_in_the_next_window(
 
 IDS = st.integers(min_value=1, max_value=8)
 EDIT = st.tuples(
-    st.sampled_from(["upsert", "price", "delete"]),
+    # merge_delete: Spark SQL MERGE INTO ... THEN DELETE, an UPSERT commit with numDeletes.
+    st.sampled_from(["upsert", "price", "delete", "merge_delete"]),
     IDS,
     st.integers(min_value=0, max_value=5),  # description length in sentences (0 = short)
 )
@@ -85,20 +87,23 @@ def history_harness(
 def test_random_histories_keep_the_mirror(
     spark: Any, history_harness: tuple[str, Harness], steps: list[list[tuple[str, int, int]]]
 ) -> None:
-    """Any mix of inserts, edits (longer/shorter), price-only updates and deletes, with a
-    sync after each step, leaves 0 missing / 0 stale / 0 extra. The table and index carry
-    over between examples: the invariant must hold from whatever state came before."""
+    """Any mix of inserts, edits (longer/shorter), price-only updates and deletes (by
+    delete_ids or by MERGE INTO ... THEN DELETE), with a sync after each step, leaves
+    0 missing / 0 stale / 0 extra. The table and index carry over between examples: the
+    invariant must hold from whatever state came before."""
     path, h = history_harness
     for step in steps:
         rows: dict[int, dict[str, Any]] = {}
         deletes: set[int] = set()
+        merged: set[int] = set()
         ts = int(h.engine.totals.cycles * 1000 + 1000)
         for op, pid, size in step:
-            if op == "delete":
-                deletes.add(pid)
+            if op in ("delete", "merge_delete"):
+                (deletes if op == "delete" else merged).add(pid)
                 rows.pop(pid, None)
                 continue
             deletes.discard(pid)
+            merged.discard(pid)
             text = long_text(f"gadget {pid}", size) if size else f"Gadget {pid}, compact."
             price = float(10 + size) if op == "price" else 10.0
             rows[pid] = product(pid, ts, f"Gadget {pid}", text, price=price)
@@ -106,5 +111,7 @@ def test_random_histories_keep_the_mirror(
             upsert_rows(spark, path, list(rows.values()))
         if deletes:
             delete_ids(spark, path, sorted(deletes))
+        for pid in sorted(merged):
+            merge_delete(spark, path, pid)
         h.cycle()
         h.assert_mirror()
