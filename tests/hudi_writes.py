@@ -59,6 +59,17 @@ def write_rows(
     df.write.format("hudi").options(**opts).mode("append").save(path)
 
 
+def datasource_delete(spark: Any, path: str, pid: int) -> None:
+    """What `delete_products` commits (a datasource `delete`, operationType DELETE), with
+    the doomed row selected from the table itself, so no Python-side rows are involved."""
+    from pyspark.sql import functions as F
+
+    props = require_table(spark, path)
+    doomed = spark.read.format("hudi").load(path).where(F.col("id") == pid)
+    opts = {**write_options(props, "delete"), **AGED}
+    doomed.select(*COLUMN_NAMES).write.format("hudi").options(**opts).mode("append").save(path)
+
+
 @contextlib.contextmanager
 def sql_table(spark: Any, path: str) -> Iterator[str]:
     """The table at `path` under a fresh catalog name, for Spark SQL; dropped after
