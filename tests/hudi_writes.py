@@ -59,6 +59,17 @@ def write_rows(
     df.write.format("hudi").options(**opts).mode("append").save(path)
 
 
+def datasource_delete(spark: Any, path: str, pid: int) -> None:
+    """What `delete_products` commits (a datasource `delete`, operationType DELETE), with
+    the doomed row selected from the table itself, so no Python-side rows are involved."""
+    from pyspark.sql import functions as F
+
+    props = require_table(spark, path)
+    doomed = spark.read.format("hudi").load(path).where(F.col("id") == pid)
+    opts = {**write_options(props, "delete"), **AGED}
+    doomed.select(*COLUMN_NAMES).write.format("hudi").options(**opts).mode("append").save(path)
+
+
 @contextlib.contextmanager
 def sql_table(spark: Any, path: str) -> Iterator[str]:
     """The table at `path` under a fresh catalog name, for Spark SQL; dropped after
@@ -99,7 +110,10 @@ def insert_overwrite_without(spark: Any, path: str, pid: int) -> None:
         [tuple(r[c] for c in COLUMN_NAMES) for r in keep], _ddl()
     ).createOrReplaceTempView(view)
     with sql_table(spark, path) as t:
-        spark.sql(f"INSERT OVERWRITE {t} SELECT {', '.join(COLUMN_NAMES)} FROM {view}")
+        # After a marker write the table also has `_hoodie_is_deleted`: kept rows are false.
+        wanted = [c for c in spark.table(t).columns if c in COLUMN_NAMES or c == DELETE_MARKER]
+        select = ", ".join(c if c in COLUMN_NAMES else f"false AS {c}" for c in wanted)
+        spark.sql(f"INSERT OVERWRITE {t} SELECT {select} FROM {view}")
 
 
 def spark_rows(spark: Any, path: str, ids: list[int] | None = None) -> list[dict[str, Any]]:

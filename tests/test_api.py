@@ -65,6 +65,15 @@ class Service:
         return self.client.post("/recommend", json=body)
 
 
+def post_sync(client: httpx.Client, url: str = "/sync", **kw: Any) -> httpx.Response:
+    """POST /sync, again while the timer's cycle runs (the service answers 202 at once)."""
+    deadline = time.monotonic() + 300
+    while (response := client.post(url, **kw)).status_code == 202:
+        assert time.monotonic() < deadline, response.text
+        time.sleep(0.1)
+    return response
+
+
 def wait_ready(client: httpx.Client, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while client.get("/ready").status_code != 200:
@@ -98,7 +107,7 @@ def service(
         create_table(spark, table, "COPY_ON_WRITE")
         upsert_rows(spark, table, catalog())
         # A cycle that starts after the commit (the engine runs one at a time) mirrors it.
-        synced = c.post("/sync", headers={"X-API-Key": API_KEY}, timeout=300)
+        synced = post_sync(c, headers={"X-API-Key": API_KEY}, timeout=300)
         assert synced.status_code == 200, synced.text
         wait_ready(c, 30)
         assert c.get("/sync/status", headers={"X-API-Key": API_KEY}).json()["counts"]["chunks"]
@@ -353,9 +362,9 @@ def test_api_key_is_required_on_sync_routes(service: Service) -> None:
     assert c.post("/sync").status_code == 401
     assert c.post("/sync", headers={"X-API-Key": "wrong"}).status_code == 401
     assert c.get("/sync/status").status_code == 401
-    ok = c.post("/sync", headers={"X-API-Key": API_KEY})
+    ok = post_sync(c, headers={"X-API-Key": API_KEY})
     assert ok.status_code == 200 and ok.json()["mode"] in ("noop", "incremental")
-    bearer = c.post("/sync", headers={"Authorization": f"Bearer {API_KEY}"})
+    bearer = post_sync(c, headers={"Authorization": f"Bearer {API_KEY}"})
     assert bearer.status_code == 200
     status = c.get("/sync/status", headers={"X-API-Key": API_KEY}).json()
     assert status["ready"] is True and status["mode"] == "embedded"
@@ -363,7 +372,7 @@ def test_api_key_is_required_on_sync_routes(service: Service) -> None:
 
 
 def test_full_sync_on_request_changes_nothing_in_a_mirrored_index(service: Service) -> None:
-    r = service.client.post("/sync?full=true", headers={"X-API-Key": API_KEY})
+    r = post_sync(service.client, "/sync?full=true", headers={"X-API-Key": API_KEY})
     assert r.status_code == 200, r.text
     report = r.json()
     assert report["mode"] == "full" and (report["embedded"], report["deleted"]) == (0, 0)
@@ -383,7 +392,7 @@ def test_metrics_are_parseable_and_move_after_a_request_and_a_sync(service: Serv
     before = samples(service.metrics_before)
     mid = samples(c.get("/metrics").text)
     assert c.post("/search", json={"query": "tent"}).status_code == 200
-    assert c.post("/sync", headers={"X-API-Key": API_KEY}).status_code == 200
+    assert post_sync(c, headers={"X-API-Key": API_KEY}).status_code == 200
     after = samples(c.get("/metrics").text)
 
     search_count = (

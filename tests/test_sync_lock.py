@@ -76,3 +76,26 @@ def test_sync_cli_exits_with_a_clear_message_while_another_syncer_runs(tmp_path:
         )
     assert run.returncode == 3, run.stderr
     assert "another sync process" in run.stderr and "not syncing" in run.stderr
+
+
+def test_one_store_location_is_one_lock_however_it_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "data" / "qdrant").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    spellings = [
+        str(tmp_path / "data" / "qdrant"),
+        "data/qdrant",
+        "./data/qdrant/",
+        "data/../data/qdrant",
+        "link/qdrant",
+    ]
+    paths = {
+        SyncLock.for_settings(Settings(qdrant_path=p, sync_lock_dir=str(tmp_path))).path  # type: ignore[union-attr]
+        for p in spellings
+    }
+    assert len(paths) == 1
+    urls = ["http://Qdrant:6333", "http://qdrant:6333/", " http://qdrant:6333"]
+    locks = {SyncLock.for_settings(Settings(qdrant_url=u)).path for u in urls}  # type: ignore[union-attr]
+    assert len(locks) == 1
