@@ -73,6 +73,8 @@ def test_budgets_written_in_words(query: str, expected: dict[str, str | float]) 
         "gift for a kid under 10",
         "training for my first 10k",
         "a board game for 2 to 4 players",
+        "a gift from 2 kids",
+        "a cabin tent for over 2 nights",
         "a $50 gift card",
         "over 20 but under 10 dollars",  # contradictory: nothing rather than a guess
     ],

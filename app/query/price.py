@@ -2,8 +2,8 @@
 
 A number is read as a price only when something says so: a currency sign or word next to
 it, or a bound word before it ("under", "at least") or after it ("or less") with no unit
-after the number ("under 2 kg", "over 30 minutes", "a 100 mm lens") and no age or size
-talk just before ("a kid under 10"). Ordinals and suffixed numbers ("50th", "10k") are
+or other noun after the number ("under 2 kg", "over 30 minutes", "from 2 kids") and no
+age or size talk just before ("a kid under 10"). Ordinals and suffixed numbers ("50th", "10k") are
 not amounts at all. The vocabulary is data: phrasebook.json.
 """
 
@@ -77,6 +77,8 @@ class PriceParser:
             rf"^\s*-?\s*(?:{alternation(book.number_units_not_price)})(?![\w])", re.I
         )
         self._context = {w.lower() for w in book.not_price_context_before}
+        # "of" follows counts ("3 of us"), never a price.
+        self._followers = {w.lower() for w in book.function_words} - {"of"}
 
     def find(self, text: str) -> list[PriceMatch]:
         """Every price phrase in `text`, in order of appearance."""
@@ -115,7 +117,17 @@ class PriceParser:
         """A number with no currency that is something else: "10k", "2 kg", "a kid under 10"."""
         if amount.currency is not None:
             return False
-        if amount.suffixed_k or self._unit.match(text[amount.end :]):
+        rest = text[amount.end :]
+        if amount.suffixed_k or self._unit.match(rest):
+            return True
+        # A bare number followed by a content word counts that thing ("from 2 kids",
+        # "over 2 nights"); a price is followed by nothing, a function word or "or less".
+        nxt = re.match(r"\s*([\w'-]+)", rest)
+        if (
+            nxt is not None
+            and nxt.group(1).lower() not in self._followers
+            and not (self._upper_after.match(rest) or self._lower_after.match(rest))
+        ):
             return True
         before = re.findall(r"[\w-]+", text[:cue_start].lower())[-CONTEXT_WORDS:]
         return any(w in self._context for w in before)
