@@ -7,7 +7,8 @@ import logging
 from fastapi import APIRouter, HTTPException, status
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import GeneratorDep, RetrieverDep, SettingsDep
+from app.api.admission import Overloaded, RetrievalGate
+from app.api.deps import GeneratorDep, RetrievalGateDep, RetrieverDep, SettingsDep
 from app.api.schemas import (
     ErrorResponse,
     ProductOut,
@@ -30,7 +31,7 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 
 
 async def _retrieve(
-    body: RecommendRequest, retriever: Retriever, settings: Settings
+    body: RecommendRequest, retriever: Retriever, settings: Settings, gate: RetrievalGate
 ) -> list[RetrievedProduct]:
     # Limits that come from settings cannot live in the static request model.
     if len(body.query) > settings.max_query_chars:
@@ -46,8 +47,15 @@ async def _retrieve(
         )
     flt = body.filters.to_search_filter() if body.filters else None
     try:
-        # Embedding and search are blocking CPU work: off the event loop.
-        return await run_in_threadpool(retriever.retrieve, body.query, top_k, flt)
+        # Embedding and search are blocking CPU work: off the event loop, a few at a time.
+        async with gate.slot():
+            return await run_in_threadpool(retriever.retrieve, body.query, top_k, flt)
+    except Overloaded as e:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"busy: {e}; retry shortly",
+            headers={"Retry-After": "1"},
+        ) from e
     except StoreError as e:
         logger.error("retrieval failed: %s", e)
         raise HTTPException(
@@ -61,9 +69,10 @@ async def recommend(
     retriever: RetrieverDep,
     generator: GeneratorDep,
     settings: SettingsDep,
+    gate: RetrievalGateDep,
 ) -> RecommendResponse:
     """Recommend products for a plain-language request, with a short written answer."""
-    products = await _retrieve(body, retriever, settings)
+    products = await _retrieve(body, retriever, settings, gate)
     answer = await generator.generate(body.query, products)
     return RecommendResponse(
         query=body.query,
@@ -77,8 +86,8 @@ async def recommend(
 
 @router.post("/search", response_model=SearchResponse, responses=_ERRORS)
 async def search(
-    body: RecommendRequest, retriever: RetrieverDep, settings: SettingsDep
+    body: RecommendRequest, retriever: RetrieverDep, settings: SettingsDep, gate: RetrievalGateDep
 ) -> SearchResponse:
     """Retrieval only: the products /recommend would use, without the written answer."""
-    products = await _retrieve(body, retriever, settings)
+    products = await _retrieve(body, retriever, settings, gate)
     return SearchResponse(query=body.query, products=[ProductOut.of(p) for p in products])
