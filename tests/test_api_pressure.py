@@ -13,6 +13,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -137,3 +138,31 @@ def metric_samples(client: httpx.Client) -> dict[tuple[str, tuple[tuple[str, str
         for f in text_string_to_metric_families(client.get("/metrics").text)
         for s in f.samples
     }
+
+
+def test_past_the_retrieval_slots_requests_get_a_503_at_once(
+    demo_shard: DemoShard, tmp_path: Path
+) -> None:
+    shutil.copytree(demo_shard.path, tmp_path / "qdrant")
+    settings = Settings(
+        qdrant_path=str(tmp_path / "qdrant"),
+        sync_mode="off",
+        sync_lock_dir=str(tmp_path),
+        retrieval_concurrency=1,
+        retrieval_max_waiting=0,
+    )
+    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+        with ThreadPoolExecutor(16) as pool:
+            responses = list(pool.map(lambda _: c.post("/search", json=QUERY), range(32)))
+        statuses = sorted({r.status_code for r in responses})
+        assert statuses == [200, 503], statuses
+        for r in responses:
+            if r.status_code == 503:
+                assert r.headers["retry-after"] == "1"
+                assert r.json()["detail"] == "busy: 1 searches running, 0 waiting; retry shortly"
+            else:
+                assert len(r.json()["products"]) == 3
+        shed = sum(r.status_code == 503 for r in responses)
+        samples = metric_samples(c)
+        key = ("http_requests_total", (("method", "POST"), ("route", "/search"), ("status", "503")))
+        assert samples[key] >= shed  # the default registry is shared by the apps of this run

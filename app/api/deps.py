@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from app.api.admission import RetrievalGate
 from app.api.services import Services
 from app.core.config import Settings
 from app.llm import Generator
@@ -41,10 +42,15 @@ def get_understanding(services: ServicesDep) -> QueryUnderstanding:
     return services.understanding
 
 
+def get_retrieval_gate(services: ServicesDep) -> RetrievalGate:
+    return services.retrieval_gate
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RetrieverDep = Annotated[Retriever, Depends(get_retriever)]
 GeneratorDep = Annotated[Generator, Depends(get_generator)]
 UnderstandingDep = Annotated[QueryUnderstanding, Depends(get_understanding)]
+RetrievalGateDep = Annotated[RetrievalGate, Depends(get_retrieval_gate)]
 
 # auto_error=False: a missing key is our 401 with a message, and no key is fine when
 # API_KEY is unset.

@@ -89,8 +89,9 @@ class UnhandledErrorMiddleware:
             request_id = uuid.uuid4().hex[:16]
             route = getattr(scope.get("route"), "path", None) or str(scope.get("path", ""))
             key = (type(exc).__name__, route)
-            first = key not in self._seen
-            if first and len(self._seen) < _MAX_SEEN:
+            # Once the set is full, new kinds log one line too: never a traceback per hit.
+            first = key not in self._seen and len(self._seen) < _MAX_SEEN
+            if first:
                 self._seen.add(key)
             logger.error(
                 "unhandled %s on %s %s (request_id=%s): %s",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
+from app.api.admission import RetrievalGate
 from app.core.config import Settings
 from app.embedding import Embedder, embedder_for
 from app.embedding.onnx_query import build_onnx_query_encoder
@@ -36,6 +37,7 @@ class Services:
     # None when SYNC_MODE=off: another process (python -m app.sync --loop) writes the index.
     runner: SyncRunner | None
     metrics_registry: CollectorRegistry
+    retrieval_gate: RetrievalGate
 
     def is_ready(self) -> bool:
         """Serving a complete index: a first cycle done here, or a checkpoint left by the syncer."""
@@ -91,4 +93,7 @@ def build_services(settings: Settings) -> Services:
         generator=generator,
         runner=runner,
         metrics_registry=registry,
+        retrieval_gate=RetrievalGate(
+            settings.retrieval_concurrency, settings.retrieval_max_waiting
+        ),
     )

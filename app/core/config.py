@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     max_top_k: int = Field(50, ge=1, le=200)
     similarity_threshold: float = Field(0.25, ge=-1.0, le=1.0)
     max_chunks_per_product: int = Field(3, ge=1, le=10)
+    # Query embeddings + searches run at once (CPU work); past RETRIEVAL_MAX_WAITING more
+    # waiting for a slot, requests get a 503 with Retry-After at once.
+    retrieval_concurrency: int = Field(4, ge=1, le=256)
+    retrieval_max_waiting: int = Field(64, ge=0)
 
     # --- query understanding (app/query) ------------------------------------------------
     # offline: rules (app/query/phrasebook.json); llm: a validated JSON parse by the

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from fastapi import APIRouter, HTTPException, status
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import GeneratorDep, RetrieverDep, SettingsDep, UnderstandingDep
+from app.api.admission import Overloaded, RetrievalGate
+from app.api.deps import (
+    GeneratorDep,
+    RetrievalGateDep,
+    RetrieverDep,
+    SettingsDep,
+    UnderstandingDep,
+)
 from app.api.schemas import (
     ErrorResponse,
     FilterApplied,
@@ -63,6 +70,7 @@ async def _search(
     retriever: Retriever,
     understanding: QueryUnderstanding,
     settings: Settings,
+    gate: RetrievalGate,
 ) -> _Searched:
     # Limits that come from settings cannot live in the static request model.
     if len(body.query) > settings.max_query_chars:
@@ -84,10 +92,17 @@ async def _search(
         understanding.currency_symbol,
     )
     try:
-        # Embedding and search are blocking CPU work: off the event loop.
-        outcome = await run_in_threadpool(
-            constrained_retrieve, retriever, parsed.search_text, top_k, plan
-        )
+        # Embedding and search are blocking CPU work: off the event loop, a few at a time.
+        async with gate.slot():
+            outcome = await run_in_threadpool(
+                constrained_retrieve, retriever, parsed.search_text, top_k, plan
+            )
+    except Overloaded as e:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"busy: {e}; retry shortly",
+            headers={"Retry-After": "1"},
+        ) from e
     except StoreError as e:
         logger.error("retrieval failed: %s", e)
         raise HTTPException(
@@ -111,9 +126,10 @@ async def recommend(
     understanding: UnderstandingDep,
     generator: GeneratorDep,
     settings: SettingsDep,
+    gate: RetrievalGateDep,
 ) -> RecommendResponse:
     """Recommend products for a plain-language request, with a short written answer."""
-    searched = await _search(body, retriever, understanding, settings)
+    searched = await _search(body, retriever, understanding, settings, gate)
     answer = await generator.generate(body.query, searched.outcome.products)
     message = answer.message
     if searched.outcome.nearest:
@@ -134,7 +150,8 @@ async def search(
     retriever: RetrieverDep,
     understanding: UnderstandingDep,
     settings: SettingsDep,
+    gate: RetrievalGateDep,
 ) -> SearchResponse:
     """Retrieval only: the products /recommend would use, without the written answer."""
-    searched = await _search(body, retriever, understanding, settings)
+    searched = await _search(body, retriever, understanding, settings, gate)
     return SearchResponse(query=body.query, **searched.response_fields())
