@@ -143,7 +143,9 @@ def upsert_source(
     if ingestion_ts is None:
         ingestion_ts = time.time_ns() // 1_000_000
     checked = validate(source.withColumn(_SEQ, F.monotonically_increasing_id()), ingestion_ts)
-    checked = checked.persist()
+    # Only rejects need their source text (for the quarantine): dropping it from the valid
+    # rows halves what is cached.
+    checked = checked.withColumn(ROW, F.when(F.size(REASONS) > 0, F.col(ROW))).persist()
     try:
         read, quarantined, distinct = _count(checked)
         written_quarantine = (
