@@ -143,16 +143,24 @@ def upsert_source(
     if ingestion_ts is None:
         ingestion_ts = time.time_ns() // 1_000_000
     checked = validate(source.withColumn(_SEQ, F.monotonically_increasing_id()), ingestion_ts)
-    checked = checked.persist()
+    # Only rejects need their source text (for the quarantine): dropping it from the valid
+    # rows halves what is cached.
+    checked = checked.withColumn(ROW, F.when(F.size(REASONS) > 0, F.col(ROW))).persist()
     try:
-        read, quarantined = _count(checked)
+        read, quarantined, distinct = _count(checked)
         written_quarantine = (
             write_quarantine(checked.filter(F.size(REASONS) > 0), quarantined, quarantine_path)
             if quarantined or quarantine_empty
             else None
         )
-        newest = newest_per_key(checked.filter(F.size(REASONS) == 0))
-        changes = _write_changes(spark, table_path, props, newest, hoodie_conf, commit_meta)
+        accepted = checked.filter(F.size(REASONS) == 0)
+        # Most batches hold each id once: then the (costly) newest-per-id aggregate is
+        # skipped and the cached rows are written as they are.
+        deduplicate = distinct < read - quarantined
+        newest = newest_per_key(accepted) if deduplicate else accepted
+        changes = _write_changes(
+            spark, table_path, props, newest, deduplicate, hoodie_conf, commit_meta
+        )
     finally:
         checked.unpersist()
     valid = read - quarantined
@@ -172,8 +180,11 @@ def upsert_source(
     )
 
 
-def _count(checked: DataFrame) -> tuple[int, int]:
-    """(rows read, rows rejected): the first action, so unreadable inputs fail here."""
+def _count(checked: DataFrame) -> tuple[int, int, int]:
+    """(rows read, rows rejected, distinct ids of the valid rows).
+
+    The first action, so unreadable inputs fail here.
+    """
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
@@ -182,12 +193,13 @@ def _count(checked: DataFrame) -> tuple[int, int]:
         row = checked.agg(
             F.count(F.lit(1)).alias("read"),
             F.count(F.when(F.size(REASONS) > 0, 1)).alias("rejected"),
+            F.countDistinct(F.when(F.size(REASONS) == 0, F.col(RECORD_KEY))).alias("ids"),
         ).first()
     except (Py4JJavaError, PySparkException) as e:
         first = (str(e).strip().splitlines() or [""])[0][:300]
         raise InputError(f"cannot read the inputs: {first}") from e
     assert row is not None  # an aggregate without grouping always has one row
-    return int(row["read"]), int(row["rejected"])
+    return int(row["read"]), int(row["rejected"]), int(row["ids"])
 
 
 def newest_per_key(valid: DataFrame) -> DataFrame:
@@ -221,6 +233,7 @@ def _write_changes(
     table_path: str,
     props: dict[str, str],
     newest: DataFrame,
+    cache: bool,
     hoodie_conf: dict[str, str] | None,
     commit_meta: dict[str, str] | None,
 ) -> _Changes:
@@ -237,7 +250,8 @@ def _write_changes(
     # index and small-file work and is ~2x faster for the first load. The batch is
     # already de-duplicated, so the result is the same as an upsert.
     first_load = not has_completed_writes(spark, table_path)
-    newest = newest.persist()
+    if cache:  # an aggregate's output, read by several actions below
+        newest = newest.persist()
     changed: DataFrame | None = None
     try:
         counts = newest.agg(F.count(F.lit(1)), F.count(F.when(F.col(IS_DELETE), 1))).first()
@@ -261,7 +275,8 @@ def _write_changes(
     finally:
         if changed is not None:
             changed.unpersist()
-        newest.unpersist()
+        if cache:
+            newest.unpersist()
     return _Changes(distinct, deletes, upserted, deleted)
 
 

@@ -47,6 +47,7 @@ _SPACE_LIKE = r"[\t\n\r]+"
 # (?U): Unicode whitespace, as Python's str.strip() trims it.
 _EDGE_SPACE = r"(?U)^\s+|\s+$"
 _INTEGRAL = r"^\s*[+-]?\d+(\.0*)?\s*$"
+_NOT_PRINTABLE_ASCII = r"[^\x20-\x7e]"
 
 
 def _quoted(value: Column) -> Column:
@@ -57,9 +58,8 @@ def _quoted(value: Column) -> Column:
 
 
 def _missing(value: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return value.isNull() | (F.regexp_replace(value, _EDGE_SPACE, "") == "")
+    # Anchored: stops at the first non-space character, cheap on long descriptions.
+    return value.isNull() | value.rlike(r"(?U)^\s*$")
 
 
 def _is_container(value: Column) -> Column:
@@ -82,11 +82,16 @@ def _integral(value: Column) -> Column:
 
 
 def clean_text(value: Column) -> Column:
-    """Trimmed text without control characters; null for missing/empty."""
+    """Trimmed text without control characters; null for missing/empty.
+
+    Printable ASCII (most text) only needs its spaces trimmed; the three regular
+    expressions of the general case cost ~10x more per row (measured on descriptions).
+    """
     from pyspark.sql import functions as F
 
     spaced = F.regexp_replace(value, _SPACE_LIKE, " ")
-    text = F.regexp_replace(F.regexp_replace(spaced, _CONTROL, ""), _EDGE_SPACE, "")
+    general = F.regexp_replace(F.regexp_replace(spaced, _CONTROL, ""), _EDGE_SPACE, "")
+    text = F.when(~value.rlike(_NOT_PRINTABLE_ASCII), F.trim(value)).otherwise(general)
     return F.when(text != "", text)
 
 
@@ -159,8 +164,11 @@ def validate(df: DataFrame, ingestion_ts: int) -> DataFrame:
     checks = F.when(is_delete, F.array(*for_delete, op_reason)).otherwise(
         F.array(*(r for _, r in ordered), op_reason)
     )
+    # array_except drops the nulls (rules that held) and keeps the order. Not F.filter: a
+    # lambda is evaluated interpreted, and with it every rule inside it (~3x slower).
+    no_reason = F.array(F.lit(None).cast("string"))
     all_reasons = F.when(F.col(MALFORMED).isNotNull(), F.array(F.col(MALFORMED))).otherwise(
-        F.filter(checks, lambda r: r.isNotNull())
+        F.array_except(checks, no_reason)
     )
     ts_defaulted = [_missing(F.col(n)) for n, s in COLUMNS.items() if s.rule == "epoch_millis"]
     keep = [c for c in df.columns if c not in COLUMNS and c != OP]
