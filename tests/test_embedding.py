@@ -15,7 +15,7 @@ import pytest
 from app.core.catalog import Product
 from app.embedding import Embedder, load_embedder
 from app.embedding.choice import int8_cpu_flag
-from app.embedding.onnx_export import _early_ffn_outputs
+from app.embedding.onnx_export import keep_in_fp32
 from app.sync.chunking import ProductChunker
 from app.sync.engine import SyncEngine
 from spark_jobs.create_table import create_table
@@ -63,7 +63,7 @@ def test_int8_vectors_match_sentence_transformers(
 ) -> None:
     assert int8_embedder.encoder == "onnx-int8"
     assert int8_embedder.onnx is not None and int8_embedder.onnx.model_path.name.endswith(
-        "-int8.onnx"
+        "-int8v2.onnx"
     )
     cos = _cosines(int8_embedder.embed(chunk_texts), torch_embedder.embed(chunk_texts))
     assert len(cos) == len(chunk_texts) > 250
@@ -111,18 +111,20 @@ def test_int8_cpu_flag_reads_cpuinfo(tmp_path: Path) -> None:
     assert int8_cpu_flag(tmp_path / "missing") is None
 
 
-def test_fp32_kept_for_the_first_half_of_ffn_outputs() -> None:
+def test_int8_keeps_layer_0_and_early_ffn_outputs_in_fp32() -> None:
     names = [
         f"/encoder/encoder/layer.{i}/{part}/MatMul"
         for i in range(6)
         for part in ("attention/self/query", "attention/output/dense", "output/dense")
     ]
-    assert _early_ffn_outputs(names) == [
+    assert keep_in_fp32(names) == [
+        "/encoder/encoder/layer.0/attention/self/query/MatMul",
+        "/encoder/encoder/layer.0/attention/output/dense/MatMul",
         "/encoder/encoder/layer.0/output/dense/MatMul",
         "/encoder/encoder/layer.1/output/dense/MatMul",
         "/encoder/encoder/layer.2/output/dense/MatMul",
     ]
-    assert _early_ffn_outputs(["/other/MatMul"]) == []
+    assert keep_in_fp32(["/other/MatMul"]) == []
 
 
 @pytest.mark.spark

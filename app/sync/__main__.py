@@ -19,7 +19,7 @@ import time
 
 from app.core.config import get_settings
 from app.core.logging import configure_logging
-from app.embedding import load_embedder
+from app.embedding import embedder_for
 from app.store import StoreError, open_store
 from app.sync.backoff import Backoff, describe
 from app.sync.engine import SyncEngine
@@ -43,9 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_level)
     try:
         store = open_store(settings)
-        embedder = load_embedder(
-            settings.embedding_model, settings.embedding_device, settings.embedding_batch_size
-        )
+        embedder = embedder_for(settings)
         engine = SyncEngine(settings, store, embedder)
         try:
             if args.verify:

@@ -69,7 +69,11 @@ class ProductChunker:
 
     @property
     def signature(self) -> str:
-        """What, besides text, decides a chunk's content: changing it needs a full resync."""
+        """What, besides text, decides a chunk's content: changing it needs a full resync.
+
+        The model id names the vector space, encoder included (`all-MiniLM-L6-v2+int8` for
+        the int8 ONNX engine, app.embedding.choice), so switching encoders re-embeds.
+        """
         return f"{CHUNK_FORMAT}|{self._model_id}|{self.max_tokens}|{self.overlap_tokens}"
 
     def _splitter(self, capacity: int) -> TextSplitter:
