@@ -327,9 +327,8 @@ class EdgeStore:
         own = _product_filter([product_id])
         request = qe.ScrollRequest(limit=64, filter=own, with_payload=False, with_vector=[""])
         records, _ = self._call("scroll", shard.scroll, request)
-        positives: list[Any] = [
-            r.vector[""] for r in records if isinstance(r.vector, dict) and "" in r.vector
-        ]
+        # Asking for the default vector alone returns it bare (a list), not by name.
+        positives: list[Any] = [r.vector for r in records if isinstance(r.vector, list)]
         if not positives:
             return None
         recommend = qe.Query.RecommendBestScore(qe.RecommendQuery(positives, []))

@@ -337,9 +337,8 @@ class QdrantClientStore:
             with_payload=False,
             with_vectors=[""],
         )[0]
-        positives: list[Any] = [
-            r.vector[""] for r in own if isinstance(r.vector, dict) and "" in r.vector
-        ]
+        # Asking for the default vector alone returns it bare (a list), not by name.
+        positives: list[Any] = [r.vector for r in own if isinstance(r.vector, list)]
         if not positives:
             return None
         recommend = models.RecommendQuery(

@@ -32,7 +32,8 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
     """Compare the store with the table snapshot at the stored checkpoint.
 
     missing: chunks of the snapshot that the store lacks; stale: stored chunks of a current
-    product that are not its current chunks or carry outdated fields (e.g. old price);
+    product that are not its current chunks, carry outdated fields (e.g. old price) or
+    lack their BM25 vector (hybrid search would miss them on keywords);
     extra: stored chunks of products that are not in the snapshot (deleted).
     """
     cp = SyncCheckpoint.from_dict(store.load_state())
@@ -49,6 +50,7 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
                     expected[chunk.point_id] = {**fields, "chunk_index": chunk.chunk_index}
 
     missing_ids = set(expected)
+    without_sparse = set(store.chunk_ids_without_sparse())
     stale: list[str] = []
     extra: list[str] = []
     stored = 0
@@ -57,7 +59,7 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
         want = expected.get(held.id)
         if want is not None:
             missing_ids.discard(held.id)
-            if any(held.payload.get(k) != v for k, v in want.items()):
+            if held.id in without_sparse or any(held.payload.get(k) != v for k, v in want.items()):
                 stale.append(held.id)
         elif held.product_id in products:
             stale.append(held.id)
