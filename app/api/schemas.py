@@ -94,3 +94,9 @@ class RecommendResponse(SearchResponse):
 class ErrorResponse(BaseModel):
     success: Literal[False] = False
     detail: str
+
+
+class SimilarResponse(BaseModel):
+    success: Literal[True] = True
+    product_id: int
+    products: list[ProductOut]
