@@ -1,10 +1,12 @@
-"""Retrieval latency of the running service at shop scale, next to numpy brute force.
+"""Retrieval latency of the running service at shop scale: dense-only vs hybrid, and numpy.
 
 Generates N products (spark_jobs.generate_products), writes 2 chunks per product into an
-embedded qdrant-edge shard, starts the real service on it (uvicorn subprocess,
-SYNC_MODE=off) and drives `POST /search` (retrieval only: query embedding + grouped
-search) with C concurrent clients, unfiltered and filtered. In the same run it times an
-exact numpy search over the same vectors (dot products + top-k + per-product grouping).
+embedded qdrant-edge shard (dense + BM25 vectors, as the sync writes them), then starts the
+real service on it (uvicorn subprocess, SYNC_MODE=off) once per retrieval mode
+(RETRIEVAL_MODE=dense, then hybrid, same shard) and drives `POST /search` (retrieval only:
+query embedding + grouped search) with C concurrent clients and with one, unfiltered and
+filtered; hybrid figures are printed as ratios to dense-only from the same run. It also
+times an exact numpy search over the same vectors (dot products + top-k + grouping).
 
 Vectors are *derived*, not embedded (embedding 200k chunks takes ~45 min here): a sample
 of products per category is embedded with the real model, and every chunk gets the vector
@@ -113,9 +115,10 @@ def load_shard(path: Path, rows: list[dict[str, Any]], matrix: np.ndarray, optim
     store.close()
 
 
-def start_service(shard: Path, port: int) -> subprocess.Popen[bytes]:
+def start_service(shard: Path, port: int, mode: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
+        "RETRIEVAL_MODE": mode,
         "SYNC_MODE": "off",
         "QDRANT_PATH": str(shard),
         "QDRANT_URL": "",
@@ -194,11 +197,39 @@ def pct(values: list[float], p: float) -> float:
     return sorted(values)[min(len(values) - 1, round(p / 100 * (len(values) - 1)))] * 1000
 
 
-def report(label: str, lat: list[float], wall: float) -> None:
+def report(label: str, lat: list[float], wall: float) -> tuple[float, float]:
+    """Print one phase; returns (p50 ms, req/s)."""
     print(
-        f"{label:<28} p50 {pct(lat, 50):7.2f} ms  p95 {pct(lat, 95):7.2f} ms  "
+        f"{label:<36} p50 {pct(lat, 50):7.2f} ms  p95 {pct(lat, 95):7.2f} ms  "
         f"p99 {pct(lat, 99):7.2f} ms  {len(lat) / wall:8.1f} req/s"
     )
+    return pct(lat, 50), len(lat) / wall
+
+
+def serve_and_drive(
+    shard: Path, mode: str, phases: dict[str, list[dict[str, Any]]], clients: int, requests: int
+) -> dict[tuple[str, int], tuple[float, float]]:
+    """(phase, clients) -> (p50 ms, req/s) of the service in RETRIEVAL_MODE=mode."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = start_service(shard, port, mode)
+    url = f"http://127.0.0.1:{port}"
+    out: dict[tuple[str, int], tuple[float, float]] = {}
+    try:
+        print(f"\n[{mode}] service POST /search, {clients} clients, {requests} requests per phase")
+        drive(url, phases["unfiltered"], clients, 64)  # warm-up
+        for label, bodies in phases.items():
+            out[label, clients] = report(label, *drive(url, bodies, clients, requests))
+        # One client: the latency of a request with no queue in front of it.
+        single = min(requests, 300)
+        print(f"[{mode}] service POST /search, 1 client, {single} requests per phase")
+        for label, bodies in phases.items():
+            out[label, 1] = report(label, *drive(url, bodies, 1, single))
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return out
 
 
 def main() -> int:
@@ -235,27 +266,16 @@ def main() -> int:
                 for q, f in zip(queries, flt, strict=True)
             ],
         }
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = start_service(shard, port)
-        url = f"http://127.0.0.1:{port}"
-        try:
+        dense = serve_and_drive(shard, "dense", phases, args.clients, args.requests)
+        hybrid = serve_and_drive(shard, "hybrid", phases, args.clients, args.requests)
+        print("\nhybrid / dense-only, same run:")
+        for (label, clients), (p50, rps) in hybrid.items():
+            d50, drps = dense[label, clients]
             print(
-                f"\nservice POST /search, {args.clients} clients, "
-                f"{args.requests} requests per phase"
+                f"  {label:<28} {clients:>2} client(s): p50 {p50:6.2f} / {d50:6.2f} ms "
+                f"= {p50 / d50:4.2f}x   throughput {rps:6.1f} / {drps:6.1f} req/s "
+                f"= {rps / drps:4.2f}x"
             )
-            drive(url, phases["unfiltered"], args.clients, 64)  # warm-up
-            for label, bodies in phases.items():
-                report(label, *drive(url, bodies, args.clients, args.requests))
-            # One client: the latency of a request with no queue in front of it.
-            single = min(args.requests, 300)
-            print(f"\nservice POST /search, 1 client, {single} requests per phase")
-            for label, bodies in phases.items():
-                report(label, *drive(url, bodies, 1, single))
-        finally:
-            proc.terminate()
-            proc.wait(30)
 
         embedder = load_embedder()
         qv = embedder.embed(queries)

@@ -356,6 +356,47 @@ def test_nothing_inside_the_budget_says_so_and_labels_the_nearest_matches(
     assert explicit.json()["nearest_matches"] is True
 
 
+def test_similar_products_exclude_the_product_and_keep_the_filters(service: Service) -> None:
+    r = service.client.get(f"/products/{INJECTION_ID}/similar", params={"top_k": 5})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    ids, scores = [p["id"] for p in body["products"]], [p["score"] for p in body["products"]]
+    assert body["product_id"] == INJECTION_ID and len(ids) == 5 == len(set(ids))
+    assert INJECTION_ID not in ids and scores == sorted(scores, reverse=True)
+
+    # No threshold on "similar": with room for all, exactly every other cheap audio product.
+    expected = {
+        row["id"]
+        for row in catalog()
+        if row["category"] == "audio" and row["price"] <= 100 and row["id"] != INJECTION_ID
+    }
+    assert expected
+    r = service.client.get(
+        f"/products/{INJECTION_ID}/similar",
+        params={"top_k": 50, "category": "audio", "max_price": 100},
+    )
+    assert r.status_code == 200, r.text
+    assert {p["id"] for p in r.json()["products"]} == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("/products/987654/similar", 404),
+        ("/products/abc/similar", 422),
+        ("/products/-1/similar", 422),
+        (f"/products/{INJECTION_ID}/similar?top_k=0", 422),
+        (f"/products/{INJECTION_ID}/similar?top_k=51", 422),
+        (f"/products/{INJECTION_ID}/similar?min_price=10&max_price=5", 422),
+        (f"/products/{INJECTION_ID}/similar?max_price=cheap", 422),
+    ],
+)
+def test_similar_products_bad_input_is_a_4xx(service: Service, path: str, code: int) -> None:
+    r = service.client.get(path)
+    assert r.status_code == code, r.text
+    assert r.json()["detail"]
+
+
 # --- admin -------------------------------------------------------------------------------
 def test_api_key_is_required_on_sync_routes(service: Service) -> None:
     c = service.client

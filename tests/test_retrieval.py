@@ -29,7 +29,12 @@ def _products() -> list[Product]:
 
 
 def test_retrieve_groups_filters_and_thresholds(embedder: Any) -> None:
-    settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
+    settings = Settings(
+        qdrant_path=":memory:",
+        max_chunk_tokens=64,
+        chunk_overlap_tokens=8,
+        retrieval_mode="dense",
+    )
     store = build_chunk_index(_products(), settings, embedder)
     retriever = Retriever(embedder, store, settings)
 
@@ -52,3 +57,26 @@ def test_retrieve_groups_filters_and_thresholds(embedder: Any) -> None:
     # Nothing about unrelated text clears the threshold.
     strict = Retriever(embedder, store, settings.model_copy(update={"similarity_threshold": 0.99}))
     assert strict.retrieve("headphones for swimming", top_k=4) == []
+
+
+def test_hybrid_threshold_bounds_the_dense_branch_only(embedder: Any) -> None:
+    settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
+    assert settings.retrieval_mode == "hybrid"
+    store = build_chunk_index(_products(), settings, embedder)
+    hybrid = Retriever(embedder, store, settings)
+    hits = hybrid.retrieve("headphones for swimming", top_k=2)
+    assert {h.id for h in hits} == {1, 3}
+    # Fused scores are reciprocal ranks: 1/(60+1) + 1/(60+2) at best for 2 branches.
+    assert all(0 < h.score < 2 / 60 for h in hits)
+
+    # No chunk is 0.99-similar, so the dense branch is empty; BM25 still matches the
+    # words: 3 has "headphones" and "swimming", 1 only "swimming" (stemmed "swim").
+    strict = Retriever(embedder, store, settings.model_copy(update={"similarity_threshold": 0.99}))
+    assert [h.id for h in strict.retrieve("headphones for swimming", top_k=4)] == [3, 1]
+    # A query with no BM25 term left (all stopwords) is dense-only, and cut by the threshold.
+    assert strict.retrieve("for the", top_k=4) == []
+    sparse_only = Retriever(
+        embedder, store, settings.model_copy(update={"retrieval_mode": "sparse"})
+    )
+    assert sparse_only.retrieve("for the", top_k=4) == []
+    assert [h.id for h in sparse_only.retrieve("espresso", top_k=4)] == [4]

@@ -139,3 +139,9 @@ class RecommendResponse(SearchResponse):
 class ErrorResponse(BaseModel):
     success: Literal[False] = False
     detail: str
+
+
+class SimilarResponse(BaseModel):
+    success: Literal[True] = True
+    product_id: int
+    products: list[ProductOut]

@@ -80,6 +80,13 @@ class Settings(BaseSettings):
     max_top_k: int = Field(50, ge=1, le=200)
     similarity_threshold: float = Field(0.25, ge=-1.0, le=1.0)
     max_chunks_per_product: int = Field(3, ge=1, le=10)
+    # hybrid: dense + BM25 fused inside the engine; dense / sparse: one branch alone
+    # (for comparison; `python -m app.eval` prints all three).
+    retrieval_mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
+    fusion: Literal["rrf", "dbsf"] = "rrf"
+    rrf_k: int = Field(60, ge=1, le=1000)
+    fusion_dense_weight: float = Field(1.0, gt=0, le=100)
+    fusion_sparse_weight: float = Field(1.0, gt=0, le=100)
     # Query embeddings + searches run at once (CPU work); past RETRIEVAL_MAX_WAITING more
     # waiting for a slot, requests get a 503 with Retry-After at once.
     retrieval_concurrency: int = Field(4, ge=1, le=256)

@@ -1,9 +1,9 @@
-"""Offline retrieval evaluation: nDCG@10 of the service's ranking vs a whole-text dense baseline.
+"""Offline retrieval evaluation: condensed nDCG@10 of dense, BM25 and the service's ranking.
 
-python -m app.eval [--queries Q] [--qrels R] [--products FILE | --use-store]
+python -m app.eval [--dataset DIR | --queries Q --qrels R --products FILE]
 """
 
-from app.eval.metrics import dcg, ndcg_at_k
+from app.eval.metrics import condensed_ndcg_at_k, dcg, ndcg_at_k
 from app.eval.runner import EvalReport, evaluate
 
-__all__ = ["EvalReport", "dcg", "evaluate", "ndcg_at_k"]
+__all__ = ["EvalReport", "condensed_ndcg_at_k", "dcg", "evaluate", "ndcg_at_k"]

@@ -14,6 +14,10 @@ DEFAULT_QRELS = ROOT / "data" / "eval" / "qrels.tsv"
 DEFAULT_PRODUCTS = ROOT / "data" / "demo" / "products.jsonl"
 
 
+# A dataset folder holds these three (e.g. ../shared/eval/homedepot-dev).
+PRODUCTS_FILE, QUERIES_FILE, QRELS_FILE = "products.jsonl", "queries.jsonl", "qrels.tsv"
+
+
 @dataclass(frozen=True, slots=True)
 class EvalQuery:
     qid: str

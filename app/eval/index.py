@@ -1,11 +1,9 @@
-"""The two indexes the eval compares: the sync's chunk index and whole-product vectors."""
+"""The index the eval ranks with: the sync's chunks of a catalog, in a store of its own."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-
-import numpy as np
 
 from app.core.catalog import Product
 from app.core.config import Settings
@@ -28,25 +26,20 @@ def chunker_for(settings: Settings, embedder: Embedder) -> ProductChunker:
 
 
 def build_chunk_index(
-    products: Sequence[Product], settings: Settings, embedder: Embedder
+    products: Sequence[Product], settings: Settings, embedder: Embedder, *, path: str = ":memory:"
 ) -> VectorStore:
-    """An in-memory store holding the products' chunks, written the way the sync writes them."""
-    store = open_store(settings.model_copy(update={"qdrant_path": ":memory:", "qdrant_url": None}))
-    store.ensure_collection(embedder.dim)
-    counts = ChunkApplier(store, embedder, chunker_for(settings, embedder)).apply(products, {})
+    """A store holding the products' chunks, written the way the sync writes them.
+
+    `path` ":memory:" is qdrant-client's local mode (small catalogs, tests); a folder is the
+    embedded engine the service runs by default, needed at tens of thousands of chunks
+    (local mode scores sparse vectors in Python).
+    """
+    store = open_store(settings.model_copy(update={"qdrant_path": path, "qdrant_url": None}))
+    try:
+        store.ensure_collection(embedder.dim)
+        counts = ChunkApplier(store, embedder, chunker_for(settings, embedder)).apply(products, {})
+    except BaseException:
+        store.close()
+        raise
     logger.info("indexed %d products as %d chunks", counts.products, counts.embedded)
     return store
-
-
-class WholeTextIndex:
-    """The baseline: one vector per product (name + description), exact numpy search."""
-
-    def __init__(self, products: Sequence[Product], embedder: Embedder) -> None:
-        self.ids = np.array([p.id for p in products], dtype=np.int64)
-        self.embedder = embedder
-        self.matrix = embedder.embed([f"{p.name}\n{p.description}" for p in products])
-
-    def search(self, query: str, k: int) -> list[int]:
-        scores = self.matrix @ self.embedder.embed([query])[0]
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [int(i) for i in self.ids[top]]

@@ -21,3 +21,13 @@ def ndcg_at_k(ranking: Sequence[int], judged: Mapping[int, float], k: int = 10) 
     if ideal == 0:
         return 0.0
     return dcg([judged.get(pid, 0.0) for pid in ranking[:k]]) / ideal
+
+
+def condensed_ndcg_at_k(ranking: Sequence[int], judged: Mapping[int, float], k: int = 10) -> float:
+    """nDCG@k after dropping unjudged ids from the ranking (Sakai's "condensed" list).
+
+    For sparse judgments (a few products judged per query out of tens of thousands) plain
+    nDCG counts every good-but-unjudged result as a miss; condensing compares rankings on
+    what was actually judged.
+    """
+    return ndcg_at_k([pid for pid in ranking if pid in judged], judged, k)

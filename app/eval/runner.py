@@ -1,47 +1,59 @@
-"""Run every judged query through the service's Retriever and through the baseline."""
+"""Run every judged query through each ranking and score it with condensed nDCG@k."""
 
 from __future__ import annotations
 
+import logging
 import statistics
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.eval.data import EvalQuery
-from app.eval.index import WholeTextIndex
-from app.eval.metrics import ndcg_at_k
+from app.eval.metrics import condensed_ndcg_at_k
 from app.retrieval import Retriever
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
 class EvalReport:
     k: int
-    # qid -> (retriever nDCG, baseline nDCG)
-    per_query: dict[str, tuple[float, float]] = field(default_factory=dict)
+    depth: int
+    # ranking name -> qid -> condensed nDCG@k
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def mean(self, name: str) -> float:
+        scores = self.per_query[name]
+        return statistics.fmean(scores.values()) if scores else 0.0
 
     @property
-    def retriever(self) -> float:
-        return statistics.fmean(r for r, _ in self.per_query.values())
-
-    @property
-    def baseline(self) -> float:
-        return statistics.fmean(b for _, b in self.per_query.values())
+    def judged_queries(self) -> int:
+        return max((len(s) for s in self.per_query.values()), default=0)
 
 
 def evaluate(
     queries: Sequence[EvalQuery],
     qrels: Mapping[str, Mapping[int, float]],
-    retriever: Retriever,
-    baseline: WholeTextIndex | None,
+    rankings: Mapping[str, Retriever],
     *,
     k: int = 10,
+    depth: int = 100,
 ) -> EvalReport:
-    """nDCG@k per judged query (queries without judgments are skipped)."""
-    report = EvalReport(k=k)
-    for q in queries:
-        judged = qrels.get(q.qid)
-        if not judged:
-            continue
-        ranked = [p.id for p in retriever.retrieve(q.query, top_k=k)]
-        base = baseline.search(q.query, k) if baseline is not None else []
-        report.per_query[q.qid] = (ndcg_at_k(ranked, judged, k), ndcg_at_k(base, judged, k))
+    """Condensed nDCG@k of each named ranking, over its top `depth` products per query.
+
+    Queries without judgments are skipped. `depth` must reach past the unjudged products:
+    condensing drops them, and what is left has to fill k places.
+    """
+    report = EvalReport(k=k, depth=depth)
+    judged = [(q, qrels[q.qid]) for q in queries if qrels.get(q.qid)]
+    for name, retriever in rankings.items():
+        started = time.perf_counter()
+        scores = report.per_query.setdefault(name, {})
+        for n, (q, grades) in enumerate(judged, start=1):
+            ranked = [p.id for p in retriever.retrieve(q.query, top_k=depth)]
+            scores[q.qid] = condensed_ndcg_at_k(ranked, grades, k)
+            if n % 1000 == 0:
+                logger.info("eval %s: %d/%d queries", name, n, len(judged))
+        report.seconds[name] = time.perf_counter() - started
     return report

@@ -1,9 +1,11 @@
 """Query → distinct products: embed with the chunks' model, search the store, shape results.
 
+By default a query runs both ways inside the engine, dense (the chunks' model) and BM25
+(app.store.hybrid), fused by reciprocal rank: on real shopper queries each side alone
+loses to the fusion (measured with `python -m app.eval --dataset`, see BENCHMARKS.md).
 Grouping, filters and the similarity threshold all run inside the store's search
 (`VectorStore.search_products`), so a filter never shrinks a page that enough matching
-products could fill. A product ranks by its best chunk: the eval (`python -m app.eval`)
-measured that against a whole-text dense baseline on the labelled demo set.
+products could fill. A product ranks by its best chunk.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from app.core.config import Settings
 from app.embedding.model import Vectors
 from app.llm.types import RetrievedProduct
 from app.store.base import ProductHit, SearchFilter, VectorStore
+from app.store.hybrid import FusionSpec, query_sparse
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +63,13 @@ class Retriever:
         self.similarity_threshold = settings.similarity_threshold
         self.chunks_per_product = settings.max_chunks_per_product
         self.default_top_k = settings.vector_search_top_k
+        self.mode = settings.retrieval_mode
+        self.fusion = FusionSpec(
+            method=settings.fusion,
+            rrf_k=settings.rrf_k,
+            dense_weight=settings.fusion_dense_weight,
+            sparse_weight=settings.fusion_sparse_weight,
+        )
 
     def retrieve(
         self, query: str, top_k: int | None = None, filters: SearchFilter | None = None
@@ -69,12 +79,37 @@ class Retriever:
         Raises:
             StoreError: the vector store failed.
         """
-        vector = self.embedder.embed([query])[0]
+        vector = self.embedder.embed([query])[0] if self.mode != "sparse" else None
+        sparse = query_sparse(query) if self.mode != "dense" else None
+        if sparse is not None and not sparse.indices:
+            # No term survives (only stopwords/punctuation): BM25 has nothing to add.
+            sparse = None
+            if vector is None:
+                return []
         hits = self.store.search_products(
             vector,
             limit=top_k or self.default_top_k,
             chunks_per_product=self.chunks_per_product,
             score_threshold=self.similarity_threshold,
             flt=None if filters is None or filters.is_empty else filters,
+            sparse=sparse,
+            fusion=self.fusion,
         )
         return [to_retrieved(h) for h in hits]
+
+    def similar(
+        self, product_id: int, top_k: int | None = None, filters: SearchFilter | None = None
+    ) -> list[RetrievedProduct] | None:
+        """Products like `product_id` (its own chunks as the example), itself excluded;
+        None when the product is not in the index (blocking: call off-loop).
+
+        Raises:
+            StoreError: the vector store failed.
+        """
+        hits = self.store.similar_products(
+            product_id,
+            limit=top_k or self.default_top_k,
+            chunks_per_product=self.chunks_per_product,
+            flt=None if filters is None or filters.is_empty else filters,
+        )
+        return None if hits is None else [to_retrieved(h) for h in hits]

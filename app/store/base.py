@@ -15,6 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from app.store.hybrid import FusionSpec, SparseVec
+
 VectorLike = Sequence[float] | npt.NDArray[np.floating[Any]]
 
 # Payload fields with an index: product_id for grouping and per-product deletes, the
@@ -35,6 +37,10 @@ class StoreError(Exception):
 
 class StoreDimensionError(StoreError):
     """The existing collection was built for vectors of another size (a different model)."""
+
+
+class StoreSchemaError(StoreError):
+    """The existing collection lacks a vector this version writes (built before hybrid search)."""
 
 
 class StoreLockedError(StoreError):
@@ -143,18 +149,40 @@ class VectorStore(Protocol):
 
     def search_products(
         self,
-        vector: VectorLike,
+        vector: VectorLike | None,
         *,
         limit: int,
         chunks_per_product: int,
         score_threshold: float | None = None,
         flt: SearchFilter | None = None,
+        sparse: SparseVec | None = None,
+        fusion: FusionSpec | None = None,
     ) -> list[ProductHit]:
         """Up to `limit` distinct products, best first, each with its best chunks.
 
-        Filters and the threshold are applied inside the vector search, so a filter never
+        `vector` alone ranks by cosine, `sparse` alone by BM25, both by fusing the two
+        branches inside the engine (`fusion`, default RRF k=60). The filter applies in
+        every branch; the threshold is a cosine bound, so it cuts the dense branch only.
+        Filters and the threshold are applied inside the search, so a filter never
         shrinks the result below `limit` when enough matching products exist.
         """
+        ...
+
+    def similar_products(
+        self,
+        product_id: int,
+        *,
+        limit: int,
+        chunks_per_product: int,
+        flt: SearchFilter | None = None,
+    ) -> list[ProductHit] | None:
+        """Products whose chunks are nearest to this product's chunks (the engine's
+        recommend query, best-score strategy), the product itself excluded; None when
+        the product has no chunks in the store."""
+        ...
+
+    def chunk_ids_without_sparse(self) -> list[str]:
+        """Ids of chunks stored without their BM25 vector (a mirror check: they are stale)."""
         ...
 
     def load_state(self) -> dict[str, Any] | None:

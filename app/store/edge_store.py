@@ -34,12 +34,20 @@ from app.store.base import (
     StoreDimensionError,
     StoreError,
     StoreLockedError,
+    StoreSchemaError,
     VectorLike,
     as_float_list,
     normalize_id,
     stored_chunk,
 )
 from app.store.grouping import grouped_search
+from app.store.hybrid import (
+    SPARSE_VECTOR,
+    FusionSpec,
+    SparseVec,
+    document_sparse,
+    prefetch_limit,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +66,9 @@ _SCHEMAS = {
 _UPSERT_BATCH = 1024
 
 
-def build_filter(flt: SearchFilter | None, *, product_id: int | None = None) -> qe.Filter | None:
+def build_filter(
+    flt: SearchFilter | None, *, product_id: int | None = None, exclude: int | None = None
+) -> qe.Filter | None:
     must: list[Any] = []
     if flt is not None and flt.category is not None:
         must.append(qe.FieldCondition(key="category", match=qe.MatchValue(flt.category)))
@@ -67,7 +77,30 @@ def build_filter(flt: SearchFilter | None, *, product_id: int | None = None) -> 
         must.append(qe.FieldCondition(key="price", range=price))
     if product_id is not None:
         must.append(qe.FieldCondition(key=GROUP_FIELD, match=qe.MatchValue(product_id)))
+    if exclude is not None:
+        not_it = qe.FieldCondition(key=GROUP_FIELD, match=qe.MatchValue(exclude))
+        return qe.Filter(must=must, must_not=[not_it])
     return qe.Filter(must=must) if must else None
+
+
+def _sparse(v: SparseVec) -> qe.SparseVector:
+    return qe.SparseVector(v.indices, v.values)
+
+
+def _fusion(spec: FusionSpec) -> Any:
+    # Any: the stubs type QueryRequest.query as `Fusion`, the variants' enclosing class.
+    if spec.method == "dbsf":
+        return qe.Fusion.Dbsf()
+    return qe.Fusion.Rrf(k=spec.rrf_k, weights=spec.weights)
+
+
+def _point(p: ChunkPoint) -> qe.Point:
+    # Dense and BM25 in one point, so one upsert writes both: the sparse side never lags.
+    vectors: dict[str, Any] = {
+        "": as_float_list(p.vector),
+        SPARSE_VECTOR: _sparse(document_sparse(str(p.payload.get("text", "")))),
+    }
+    return qe.Point(normalize_id(p.id, backend=BACKEND), vectors, p.payload)
 
 
 def _product_filter(product_ids: Sequence[int]) -> qe.Filter:
@@ -139,7 +172,9 @@ class EdgeStore:
         if self._shard is None:
             logger.info("creating edge shard %s (%d-d, cosine)", self._path, dim)
             vectors = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
-            config = qe.EdgeConfig(vectors=vectors)
+            # IDF is computed by the engine over the shard at query time.
+            sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+            config = qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
             self._path.mkdir(parents=True, exist_ok=True)
             # A checkpoint left in the folder describes vectors that are gone: it must not
             # outlive them (the next cycle bootstraps instead of resuming over nothing).
@@ -153,6 +188,7 @@ class EdgeStore:
             # with a dimension error if the shard was built for another model.
             probe = qe.QueryRequest(limit=1, query=qe.Query.Nearest([1.0] * dim))
             self._call(f"probe for {dim}-d vectors", self._shard.query, probe)
+            self._require_sparse(self._shard)
         existing = self._call("info", self._require().info).payload_schema
         missing = [f for f in INDEXED_FIELDS if f not in existing]
         ops = [
@@ -162,18 +198,29 @@ class EdgeStore:
             self._update("create_field_index", *ops)
         self._checked_dim = dim
 
+    def _require_sparse(self, shard: qe.EdgeShard) -> None:
+        probe = qe.QueryRequest(
+            limit=1, query=qe.Query.Nearest(qe.SparseVector([0], [1.0]), using=SPARSE_VECTOR)
+        )
+        try:
+            shard.query(probe)
+        except Exception as e:
+            # The engine cannot add a vector to an existing shard (loading with the new
+            # config fails as incompatible); the index is derived data, so rebuild it.
+            raise StoreSchemaError(
+                f"shard has no sparse vector {SPARSE_VECTOR!r} (built before hybrid search): "
+                f"delete {self._path} and let the sync rebuild it ({e})",
+                backend=BACKEND,
+                collection=self._collection,
+            ) from e
+
     # --- writes ---------------------------------------------------------------------
     def upsert(self, points: Sequence[ChunkPoint]) -> None:
         if not points:
             return
         ops = [
             qe.UpdateOperation.upsert_points(
-                [
-                    qe.Point(
-                        normalize_id(p.id, backend=BACKEND), as_float_list(p.vector), p.payload
-                    )
-                    for p in points[start : start + _UPSERT_BATCH]
-                ]
+                [_point(p) for p in points[start : start + _UPSERT_BATCH]]
             )
             for start in range(0, len(points), _UPSERT_BATCH)
         ]
@@ -229,29 +276,89 @@ class EdgeStore:
         shard = self._require()
         return int(self._call("count", shard.count, qe.CountRequest(exact=True)))
 
+    def chunk_ids_without_sparse(self) -> list[str]:
+        missing = qe.Filter(must_not=[qe.HasVectorCondition(SPARSE_VECTOR)])
+        return [c.id for c in self._scroll(missing, 2048, fields=[GROUP_FIELD])]
+
     def search_products(
         self,
-        vector: VectorLike,
+        vector: VectorLike | None,
         *,
         limit: int,
         chunks_per_product: int,
         score_threshold: float | None = None,
         flt: SearchFilter | None = None,
+        sparse: SparseVec | None = None,
+        fusion: FusionSpec | None = None,
     ) -> list[ProductHit]:
-        shard = self._require()
-        nearest = qe.Query.Nearest(as_float_list(vector))
+        dense = qe.Query.Nearest(as_float_list(vector)) if vector is not None else None
+        lexical = qe.Query.Nearest(_sparse(sparse), using=SPARSE_VECTOR) if sparse else None
+        spec = fusion or FusionSpec()
 
         def request(n: int, product_id: int | None = None) -> qe.QueryRequest:
-            return qe.QueryRequest(
-                limit=n,
-                query=nearest,
-                filter=build_filter(flt, product_id=product_id),
-                score_threshold=score_threshold,
-                with_payload=True,
-            )
+            f = build_filter(flt, product_id=product_id)
+            if dense is not None and lexical is not None:
+                depth = prefetch_limit(n)
+                # The filter goes into each branch: a branch without it would fill the
+                # fusion with products the shopper excluded.
+                return qe.QueryRequest(
+                    limit=n,
+                    prefetches=[
+                        qe.Prefetch(depth, dense, filter=f, score_threshold=score_threshold),
+                        qe.Prefetch(depth, lexical, filter=f),
+                    ],
+                    query=_fusion(spec),
+                    filter=f,
+                    with_payload=True,
+                )
+            if dense is not None:
+                return qe.QueryRequest(
+                    limit=n,
+                    query=dense,
+                    filter=f,
+                    score_threshold=score_threshold,
+                    with_payload=True,
+                )
+            if lexical is None:
+                raise ValueError("search_products needs a dense or a sparse query vector")
+            return qe.QueryRequest(limit=n, query=lexical, filter=f, with_payload=True)
+
+        return self._grouped(request, limit, chunks_per_product)
+
+    def similar_products(
+        self,
+        product_id: int,
+        *,
+        limit: int,
+        chunks_per_product: int,
+        flt: SearchFilter | None = None,
+    ) -> list[ProductHit] | None:
+        shard = self._require()
+        own = _product_filter([product_id])
+        request = qe.ScrollRequest(limit=64, filter=own, with_payload=False, with_vector=[""])
+        records, _ = self._call("scroll", shard.scroll, request)
+        # Asking for the default vector alone returns it bare (a list), not by name.
+        positives: list[Any] = [r.vector for r in records if isinstance(r.vector, list)]
+        if not positives:
+            return None
+        recommend = qe.Query.RecommendBestScore(qe.RecommendQuery(positives, []))
+
+        def request_for(n: int, other: int | None = None) -> qe.QueryRequest:
+            f = build_filter(flt, product_id=other, exclude=product_id)
+            return qe.QueryRequest(limit=n, query=recommend, filter=f, with_payload=True)
+
+        return self._grouped(request_for, limit, chunks_per_product)
+
+    def _grouped(
+        self,
+        request: Callable[[int, int | None], qe.QueryRequest],
+        limit: int,
+        chunks_per_product: int,
+    ) -> list[ProductHit]:
+        shard = self._require()
 
         def query(n: int) -> list[StoredChunkHit]:
-            return [_hit(p) for p in self._call("query", shard.query, request(n))]
+            return [_hit(p) for p in self._call("query", shard.query, request(n, None))]
 
         def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
             # One batch: the engine plans the small per-product searches together.

@@ -67,5 +67,7 @@ def grouped_search(
     completed = fill([products[i].product_id for i in short])
     for i, chunks in zip(short, completed, strict=True):
         if chunks:
-            filled[i] = ProductHit(products[i].product_id, chunks[0].score, list(chunks))
+            # The product keeps the score it ranked by: a fused (RRF) score of a search
+            # limited to one product is a rank within that product, not comparable.
+            filled[i] = ProductHit(products[i].product_id, products[i].score, list(chunks))
     return filled

@@ -32,12 +32,20 @@ from app.store.base import (
     StoredChunkHit,
     StoreDimensionError,
     StoreError,
+    StoreSchemaError,
     VectorLike,
     as_float_list,
     normalize_id,
     stored_chunk,
 )
 from app.store.grouping import grouped_search
+from app.store.hybrid import (
+    SPARSE_VECTOR,
+    FusionSpec,
+    SparseVec,
+    document_sparse,
+    prefetch_limit,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +62,15 @@ _STATE_KEY = "sync_state"
 _UPSERT_BATCH = 512
 
 
-def build_filter(flt: SearchFilter | None) -> models.Filter | None:
-    if flt is None or flt.is_empty:
-        return None
+def build_filter(flt: SearchFilter | None, *, exclude: int | None = None) -> models.Filter | None:
     must: list[models.Condition] = []
+    must_not: list[models.Condition] = []
+    if exclude is not None:
+        must_not.append(
+            models.FieldCondition(key=GROUP_FIELD, match=models.MatchValue(value=exclude))
+        )
+    if flt is None or flt.is_empty:
+        return models.Filter(must_not=must_not) if must_not else None
     if flt.category is not None:
         must.append(
             models.FieldCondition(key="category", match=models.MatchValue(value=flt.category))
@@ -68,7 +81,25 @@ def build_filter(flt: SearchFilter | None) -> models.Filter | None:
                 key="price", range=models.Range(gte=flt.min_price, lte=flt.max_price)
             )
         )
-    return models.Filter(must=must)
+    return models.Filter(must=must, must_not=must_not or None)
+
+
+def _fusion(spec: FusionSpec) -> models.Query:
+    if spec.method == "dbsf":
+        return models.FusionQuery(fusion=models.Fusion.DBSF)
+    return models.RrfQuery(rrf=models.Rrf(k=spec.rrf_k, weights=spec.weights))
+
+
+def _point(p: ChunkPoint, backend: str) -> models.PointStruct:
+    # Dense and BM25 in one point, so one upsert writes both: the sparse side never lags.
+    bm25 = document_sparse(str(p.payload.get("text", "")))
+    vectors: dict[str, Any] = {
+        "": as_float_list(p.vector),
+        SPARSE_VECTOR: models.SparseVector(indices=bm25.indices, values=bm25.values),
+    }
+    return models.PointStruct(
+        id=normalize_id(p.id, backend=backend), vector=vectors, payload=p.payload
+    )
 
 
 def _product_filter(product_ids: Sequence[int]) -> models.Filter:
@@ -138,10 +169,25 @@ class QdrantClientStore:
                     backend=self._backend,
                     collection=name,
                 )
+            if SPARSE_VECTOR not in (info.config.params.sparse_vectors or {}):
+                raise StoreSchemaError(
+                    f"collection has no sparse vector {SPARSE_VECTOR!r} (built before hybrid "
+                    "search): delete it and let the sync rebuild it",
+                    backend=self._backend,
+                    collection=name,
+                )
         else:
-            logger.info("creating collection %s (%d-d, cosine)", name, dim)
+            logger.info("creating collection %s (%d-d, cosine, + %s)", name, dim, SPARSE_VECTOR)
             params = models.VectorParams(size=dim, distance=models.Distance.COSINE)
-            self._call("create_collection", client.create_collection, name, vectors_config=params)
+            # IDF is computed by the engine over the collection at query time.
+            sparse = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
+            self._call(
+                "create_collection",
+                client.create_collection,
+                name,
+                vectors_config=params,
+                sparse_vectors_config=sparse,
+            )
         if self._local:
             return  # local mode ignores payload indexes (and warns on each one)
         for field_name, schema in INDEXED_FIELDS.items():
@@ -158,14 +204,7 @@ class QdrantClientStore:
     # --- writes ---------------------------------------------------------------------
     def upsert(self, points: Sequence[ChunkPoint]) -> None:
         for start in range(0, len(points), _UPSERT_BATCH):
-            batch = [
-                models.PointStruct(
-                    id=normalize_id(p.id, backend=self._backend),
-                    vector=as_float_list(p.vector),
-                    payload=p.payload,
-                )
-                for p in points[start : start + _UPSERT_BATCH]
-            ]
+            batch = [_point(p, self._backend) for p in points[start : start + _UPSERT_BATCH]]
             self._call("upsert", self._client.upsert, self._collection, batch, wait=True)
 
     def _ids(self, ids: Sequence[str]) -> list[models.ExtendedPointId]:
@@ -239,30 +278,149 @@ class QdrantClientStore:
     def count(self) -> int:
         return int(self._call("count", self._client.count, self._collection, exact=True).count)
 
+    def chunk_ids_without_sparse(self) -> list[str]:
+        missing = models.Filter(must_not=[models.HasVectorCondition(has_vector=SPARSE_VECTOR)])
+        return [c.id for c in self._scroll(missing, 2048, fields=[GROUP_FIELD])]
+
     def search_products(
         self,
-        vector: VectorLike,
+        vector: VectorLike | None,
         *,
         limit: int,
         chunks_per_product: int,
         score_threshold: float | None = None,
         flt: SearchFilter | None = None,
+        sparse: SparseVec | None = None,
+        fusion: FusionSpec | None = None,
     ) -> list[ProductHit]:
-        query, query_filter = as_float_list(vector), build_filter(flt)
-        if not self._native_groups:
-            return self._grouped_in_python(
-                query, query_filter, limit, chunks_per_product, score_threshold
+        dense = as_float_list(vector) if vector is not None else None
+        lexical = (
+            models.SparseVector(indices=sparse.indices, values=sparse.values) if sparse else None
+        )
+        spec = fusion or FusionSpec()
+        query_filter = build_filter(flt)
+
+        def request(n: int, f: models.Filter | None) -> models.QueryRequest:
+            if dense is not None and lexical is not None:
+                depth = prefetch_limit(n)
+                # The filter goes into each branch: a branch without it would fill the
+                # fusion with products the shopper excluded.
+                return models.QueryRequest(
+                    prefetch=[
+                        models.Prefetch(
+                            query=dense, filter=f, limit=depth, score_threshold=score_threshold
+                        ),
+                        models.Prefetch(query=lexical, using=SPARSE_VECTOR, filter=f, limit=depth),
+                    ],
+                    query=_fusion(spec),
+                    filter=f,
+                    limit=n,
+                    with_payload=True,
+                )
+            if dense is not None:
+                return models.QueryRequest(
+                    query=dense,
+                    filter=f,
+                    limit=n,
+                    score_threshold=score_threshold,
+                    with_payload=True,
+                )
+            if lexical is None:
+                raise ValueError("search_products needs a dense or a sparse query vector")
+            return models.QueryRequest(
+                query=lexical, using=SPARSE_VECTOR, filter=f, limit=n, with_payload=True
             )
+
+        return self._grouped(request, query_filter, limit, chunks_per_product)
+
+    def similar_products(
+        self,
+        product_id: int,
+        *,
+        limit: int,
+        chunks_per_product: int,
+        flt: SearchFilter | None = None,
+    ) -> list[ProductHit] | None:
+        own = self._call(
+            "scroll",
+            self._client.scroll,
+            self._collection,
+            scroll_filter=_product_filter([product_id]),
+            limit=64,
+            with_payload=False,
+            with_vectors=[""],
+        )[0]
+        # Asking for the default vector alone returns it bare (a list), not by name.
+        positives: list[Any] = [r.vector for r in own if isinstance(r.vector, list)]
+        if not positives:
+            return None
+        recommend = models.RecommendQuery(
+            recommend=models.RecommendInput(
+                positive=positives, strategy=models.RecommendStrategy.BEST_SCORE
+            )
+        )
+
+        def request(n: int, f: models.Filter | None) -> models.QueryRequest:
+            return models.QueryRequest(query=recommend, filter=f, limit=n, with_payload=True)
+
+        return self._grouped(
+            request, build_filter(flt, exclude=product_id), limit, chunks_per_product
+        )
+
+    def _grouped(
+        self,
+        request: Callable[[int, models.Filter | None], models.QueryRequest],
+        query_filter: models.Filter | None,
+        limit: int,
+        chunks_per_product: int,
+    ) -> list[ProductHit]:
+        if self._native_groups:
+            # Branch depth in chunks: a product brings up to chunks_per_product of them.
+            req = request(limit * chunks_per_product, query_filter)
+            return self._native_grouped(req, limit, chunks_per_product)
+
+        def hits(points: Sequence[models.ScoredPoint]) -> list[StoredChunkHit]:
+            return [
+                StoredChunkHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
+                for p in points
+            ]
+
+        def top(n: int) -> list[StoredChunkHit]:
+            responses = self._call(
+                "query_batch_points",
+                self._client.query_batch_points,
+                self._collection,
+                [request(n, query_filter)],
+            )
+            return hits(responses[0].points)
+
+        def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
+            requests = [
+                request(chunks_per_product, _with_product(query_filter, pid)) for pid in product_ids
+            ]
+            responses = self._call(
+                "query_batch_points", self._client.query_batch_points, self._collection, requests
+            )
+            return [hits(r.points) for r in responses]
+
+        return grouped_search(top, fill, limit=limit, chunks_per_product=chunks_per_product)
+
+    def _native_grouped(
+        self, req: models.QueryRequest, limit: int, chunks_per_product: int
+    ) -> list[ProductHit]:
+        # A server groups inside the engine: the same request, with group_by.
         result = self._call(
             "query_points_groups",
             self._client.query_points_groups,
             self._collection,
             group_by=GROUP_FIELD,
-            query=query,
-            query_filter=query_filter,
+            query=req.query,
+            using=req.using,
+            prefetch=req.prefetch,
+            query_filter=req.filter,
             limit=limit,
             group_size=chunks_per_product,
-            score_threshold=score_threshold,
+            score_threshold=req.score_threshold,
             with_payload=True,
         )
         hits: list[ProductHit] = []
@@ -276,51 +434,6 @@ class QdrantClientStore:
                     ProductHit(product_id=int(group.id), score=chunks[0].score, chunks=chunks)
                 )
         return hits
-
-    def _grouped_in_python(
-        self,
-        query: list[float],
-        query_filter: models.Filter | None,
-        limit: int,
-        chunks_per_product: int,
-        score_threshold: float | None,
-    ) -> list[ProductHit]:
-        def hits(points: Sequence[models.ScoredPoint]) -> list[StoredChunkHit]:
-            return [
-                StoredChunkHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
-                for p in points
-            ]
-
-        def top(n: int) -> list[StoredChunkHit]:
-            result = self._call(
-                "query_points",
-                self._client.query_points,
-                self._collection,
-                query=query,
-                query_filter=query_filter,
-                limit=n,
-                score_threshold=score_threshold,
-                with_payload=True,
-            )
-            return hits(result.points)
-
-        def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
-            requests = [
-                models.QueryRequest(
-                    query=query,
-                    filter=_with_product(query_filter, pid),
-                    limit=chunks_per_product,
-                    score_threshold=score_threshold,
-                    with_payload=True,
-                )
-                for pid in product_ids
-            ]
-            responses = self._call(
-                "query_batch_points", self._client.query_batch_points, self._collection, requests
-            )
-            return [hits(r.points) for r in responses]
-
-        return grouped_search(top, fill, limit=limit, chunks_per_product=chunks_per_product)
 
     # --- checkpoint -------------------------------------------------------------------
     def load_state(self) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from semantic_text_splitter import TextSplitter
 
 from app.core.catalog import Product
+from app.store.hybrid import SPARSE_FORMAT
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -72,9 +73,11 @@ class ProductChunker:
         """What, besides text, decides a chunk's content: changing it needs a full resync.
 
         The model id names the vector space, encoder included (`all-MiniLM-L6-v2+int8` for
-        the int8 ONNX engine, app.embedding.choice), so switching encoders re-embeds.
+        the int8 ONNX engine, app.embedding.choice), so switching encoders re-embeds; the
+        sparse format names the BM25 representation written with each chunk.
         """
-        return f"{CHUNK_FORMAT}|{self._model_id}|{self.max_tokens}|{self.overlap_tokens}"
+        parts = (CHUNK_FORMAT, self._model_id, SPARSE_FORMAT, self.max_tokens, self.overlap_tokens)
+        return "|".join(map(str, parts))
 
     def _splitter(self, capacity: int) -> TextSplitter:
         # The header length varies per product; splitters are cheap but not free to build.
@@ -105,7 +108,10 @@ class ProductChunker:
         return [self._make(product.id, i, text) for i, text in enumerate(unique)]
 
     def _make(self, product_id: int, index: int, text: str) -> ProductChunk:
-        digest = hashlib.sha256(f"{self._model_id}\x1f{text}".encode()).hexdigest()[:32]
+        # The BM25 format is in the key too: a point holds both vectors, and one written
+        # under another tokenisation must be rewritten, not kept as "unchanged".
+        key = f"{self._model_id}\x1f{SPARSE_FORMAT}\x1f{text}"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
         # Keyed by content (and product): an unchanged chunk keeps its id and is never
         # re-embedded; an edited one gets a new id and the old id is deleted.
         point_id = str(uuid.uuid5(_POINT_NAMESPACE, f"{product_id}:{digest}"))

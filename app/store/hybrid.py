@@ -1,0 +1,144 @@
+"""What both engines share for hybrid search: the BM25 side of a chunk and how branches fuse.
+
+Every chunk carries two vectors, written in the same upsert: the dense one (the default,
+unnamed vector) and a sparse BM25 one named `bm25`. The sparse vector holds the chunk's
+BM25 term-frequency weights (k1, b over a fixed average length); the engine multiplies in
+the IDF at query time (the `Idf` modifier), so document vectors never go stale as the
+catalog grows. Tokenisation is qdrant-edge's `Bm25` (word tokens, lowercase, English
+stopwords, Snowball stemming, hashed to u32 term ids), used for BOTH engines so a Qdrant
+server and the embedded shard index the same terms.
+
+A query runs as one engine request: a dense prefetch and a sparse prefetch (the shopper's
+filter in each), fused by RRF or DBSF. Dense-only and sparse-only stay available.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import qdrant_edge as qe
+
+SPARSE_VECTOR = "bm25"
+# Part of every chunk's content key (app.sync.chunking): changing the tokenisation or the
+# weights below re-indexes everything, as a stored vector from the old scheme is stale.
+SPARSE_FORMAT = "bm25-v1-units"
+
+RetrievalMode = Literal["hybrid", "dense", "sparse"]
+FusionMethod = Literal["rrf", "dbsf"]
+
+# k1 and b are the textbook values. avg_len is what b normalises a chunk's length by:
+# chunks are product titles (~10 tokens) up to MAX_CHUNK_TOKENS of description; qdrant's
+# default (256) would switch length normalisation off for every title-only product.
+_BM25_K1 = 1.2
+_BM25_B = 0.75
+_BM25_AVG_LEN = 32.0
+
+# Measurements written as digits + unit: `3/4 in.`, `6 ft.`, `2-gal.`, `12"`. The stopword
+# list drops "in" (inches) and the stemmer never maps `ft`/`feet`/`foot` together, so
+# shoppers typing `6 foot` miss titles saying `6 ft.`. Both sides are rewritten to one
+# spelled-out unit before tokenising, which any catalog with measurements shares.
+_UNITS: dict[str, str] = {
+    "in": "inch",
+    "inch": "inch",
+    "inches": "inch",
+    '"': "inch",
+    "''": "inch",
+    "ft": "foot",
+    "feet": "foot",
+    "foot": "foot",
+    "'": "foot",
+    "lb": "pound",
+    "lbs": "pound",
+    "pound": "pound",
+    "pounds": "pound",
+    "gal": "gallon",
+    "gallon": "gallon",
+    "gallons": "gallon",
+    "oz": "ounce",
+    "ounce": "ounce",
+    "ounces": "ounce",
+    "qt": "quart",
+    "quart": "quart",
+    "sq": "square",
+    "cu": "cubic",
+    "v": "volt",
+    "volt": "volt",
+    "volts": "volt",
+    "w": "watt",
+    "watt": "watt",
+    "watts": "watt",
+    "mm": "millimeter",
+    "cm": "centimeter",
+}
+_UNIT_RE = re.compile(
+    r"(?<=\d)\s*-?\s*(" + "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True)) + r")\.?"
+    r"(?![a-z])",
+    re.IGNORECASE,
+)
+# `2x4`, `2 x 4`: the dimension separator glued to digits would make one token `2x4`.
+_TIMES_RE = re.compile(r"(?<=\d)\s*[x×*]\s*(?=\d)", re.IGNORECASE)
+
+
+def normalize_text(text: str) -> str:
+    """Spell out units after numbers and split `2x4` into `2 x 4` (BM25 side only)."""
+    text = _TIMES_RE.sub(" x ", text)
+    return _UNIT_RE.sub(lambda m: " " + _UNITS[m.group(1).lower()], text)
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVec:
+    """A sparse vector as both engines take it: parallel term ids and weights."""
+
+    indices: list[int]
+    values: list[float]
+
+
+@lru_cache(maxsize=1)
+def _bm25() -> qe.Bm25:
+    return qe.Bm25(qe.Bm25Config(k=_BM25_K1, b=_BM25_B, avg_len=_BM25_AVG_LEN))
+
+
+def document_sparse(text: str) -> SparseVec:
+    """BM25 term weights of a chunk's text; empty (but present) when no term survives."""
+    v = _bm25().embed_document(normalize_text(text))
+    return SparseVec(list(v.indices), list(v.values))
+
+
+def query_sparse(text: str) -> SparseVec:
+    """The query's terms, weight 1 each (the engine's IDF does the weighting)."""
+    v = _bm25().embed_query(normalize_text(text))
+    return SparseVec(list(v.indices), list(v.values))
+
+
+@dataclass(frozen=True, slots=True)
+class FusionSpec:
+    """How the dense and sparse branches are combined.
+
+    rrf: reciprocal rank fusion, sum of weight / (k + rank); k=60 is the value from the
+    original RRF paper, not tuned here. dbsf: distribution-based score fusion (each
+    branch's scores normalised by their mean +- 3 sigma, then summed; no weights).
+    """
+
+    method: FusionMethod = "rrf"
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    sparse_weight: float = 1.0
+
+    @property
+    def weights(self) -> list[float] | None:
+        """RRF branch weights in prefetch order (dense, sparse); None when equal."""
+        if self.dense_weight == self.sparse_weight:
+            return None
+        return [self.dense_weight, self.sparse_weight]
+
+
+def prefetch_limit(limit: int) -> int:
+    """Candidates each branch hands to the fusion for a fused page of `limit` chunks.
+
+    Deeper than the page so a chunk ranked fairly well by both branches can still be
+    found; a larger pool costs sparse-branch time (measured in bench/retrieval.py).
+    """
+    return max(limit * 2, 50)

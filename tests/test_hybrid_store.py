@@ -1,0 +1,212 @@
+"""Hybrid search in both engines: BM25 written with every point, filters in every branch,
+the two engines agreeing, the recommend query, and an index built before hybrid search.
+
+Data: 300 products, one chunk each, 16-d vectors from a fixed seed; every product's text
+names its category's goods, and product 0..2 also say "swimming" (the query's keyword).
+Category "audio" holds every tenth product (30), so a query aimed elsewhere finds few
+audio products among either branch's first candidates: a filter applied after the
+prefetch instead of inside it would come back short.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import qdrant_edge as qe
+
+from app.core.config import Settings
+from app.store import ChunkPoint, ProductHit, SearchFilter, VectorStore, open_store
+from app.store.base import StoreSchemaError
+from app.store.edge_store import EdgeStore
+from app.store.hybrid import SPARSE_VECTOR, FusionSpec, query_sparse
+
+DIM = 16
+GOODS = {
+    "audio": "wireless earbuds",
+    "outdoor": "trail tent",
+    "kitchen": "coffee grinder",
+    "shoes": "running shoe",
+}
+
+
+def _category(pid: int) -> str:
+    return "audio" if pid % 10 == 0 else ["outdoor", "kitchen", "shoes"][pid % 3]
+
+
+def _points() -> list[ChunkPoint]:
+    rng = np.random.default_rng(11)
+    points = []
+    for pid in range(300):
+        category = _category(pid)
+        text = f"Product {pid}\n{GOODS[category]} model {pid}"
+        if pid % 100 < 3:
+            # Lengths differ, so no two BM25 scores tie.
+            text += " for swimming" + " pools" * (pid % 100 + 3 * (pid // 100))
+        payload: dict[str, Any] = {
+            "product_id": pid,
+            "chunk_index": 0,
+            "text": text,
+            "name": f"Product {pid}",
+            "category": category,
+            "price": float(10 + pid % 50),
+        }
+        point_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"hybrid/{pid}"))
+        points.append(ChunkPoint(point_id, rng.normal(size=DIM).astype(np.float32), payload))
+    return points
+
+
+POINTS = _points()
+# Aimed at product 7 (outdoor) densely, at "swimming" lexically.
+QUERY = np.asarray(POINTS[7].vector) + 0.1
+WORDS = query_sparse("swimming")
+
+
+@pytest.fixture(params=["client", "edge"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
+    path = ":memory:" if request.param == "client" else str(tmp_path / "edge")
+    s = open_store(Settings(qdrant_url=None, qdrant_path=path, qdrant_collection="h"))
+    s.ensure_collection(DIM)
+    s.upsert(POINTS)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def both(tmp_path: Path) -> Iterator[tuple[VectorStore, VectorStore]]:
+    stores = [
+        open_store(Settings(qdrant_url=None, qdrant_path=p, qdrant_collection="h"))
+        for p in (":memory:", str(tmp_path / "edge"))
+    ]
+    for s in stores:
+        s.ensure_collection(DIM)
+        s.upsert(POINTS)
+    yield stores[0], stores[1]
+    for s in stores:
+        s.close()
+
+
+def _ids(hits: list[ProductHit]) -> list[int]:
+    return [h.product_id for h in hits]
+
+
+def _fused(hits: list[ProductHit]) -> list[tuple[float, int]]:
+    """Fused scores and ids: RRF gives equal scores to a dense-only and a BM25-only hit at
+    the same rank, and the engines may order such ties either way."""
+    return sorted((-round(h.score, 5), h.product_id) for h in hits)
+
+
+def _same(a: list[ProductHit], b: list[ProductHit]) -> bool:
+    """Same products in the same order, scores equal to float32 precision."""
+    return _ids(a) == _ids(b) and [h.score for h in a] == pytest.approx(
+        [h.score for h in b], rel=1e-5
+    )
+
+
+def _search(store: VectorStore, **kw: Any) -> list[ProductHit]:
+    args: dict[str, Any] = {"limit": 10, "chunks_per_product": 1, "sparse": WORDS}
+    return store.search_products(QUERY, **(args | kw))
+
+
+def test_filtered_hybrid_never_leaves_the_filter_and_fills_the_page(store: VectorStore) -> None:
+    unfiltered = _search(store)
+    assert 7 in _ids(unfiltered)  # dense rank 1 (outdoor), no BM25 match
+    # The keyword side brings the "swimming" products, whatever their vectors.
+    assert {0, 1, 2, 100, 101, 102, 200, 201, 202} & set(_ids(unfiltered))
+    assert any(_category(pid) != "audio" for pid in _ids(unfiltered))
+
+    audio = _search(store, flt=SearchFilter(category="audio"))
+    # A full page of audio products only; the audio "swimming" ones (0, 100, 200) lead,
+    # as they are the only audio products in the keyword branch.
+    assert len(audio) == 10
+    assert {_category(pid) for pid in _ids(audio)} == {"audio"}
+    assert set(_ids(audio)[:3]) == {0, 100, 200}
+
+    cheap = _search(store, flt=SearchFilter(category="audio", max_price=30))
+    assert cheap and all(_category(h.product_id) == "audio" for h in cheap)
+    assert all(float(h.chunks[0].payload["price"]) <= 30 for h in cheap)
+    # 18 audio products cost 10 + pid % 50 <= 30 (pid % 50 in {0, 10, 20}): a full page.
+    allowed = {pid for pid in range(0, 300, 10) if pid % 50 <= 20}
+    assert len(allowed) == 18 and len(cheap) == 10 and set(_ids(cheap)) <= allowed
+    assert set(_ids(cheap)[:3]) == {0, 100, 200}
+
+
+def test_every_point_carries_its_bm25_vector_and_a_missing_one_is_found(
+    store: VectorStore,
+) -> None:
+    assert store.chunk_ids_without_sparse() == []
+    damaged = POINTS[5].id
+    # Produce the condition for real: the engine drops the named vector from one point.
+    if isinstance(store, EdgeStore):
+        shard = store._require()
+        shard.update(qe.UpdateOperation.delete_vectors([damaged], [SPARSE_VECTOR]))
+    else:
+        client = store._client  # type: ignore[attr-defined]
+        client.delete_vectors("h", vectors=[SPARSE_VECTOR], points=[damaged])
+    assert store.chunk_ids_without_sparse() == [damaged]
+    # Rewriting the point (what the sync does) restores it in the same upsert.
+    store.upsert([POINTS[5]])
+    assert store.chunk_ids_without_sparse() == []
+
+
+def test_engines_agree_on_hybrid_dense_sparse_and_similar(
+    both: tuple[VectorStore, VectorStore],
+) -> None:
+    client, edge = both
+    for kw in (
+        {},
+        {"flt": SearchFilter(category="audio")},
+        {"flt": SearchFilter(min_price=20, max_price=40)},
+        {"fusion": FusionSpec(dense_weight=1.0, sparse_weight=3.0)},
+        {"fusion": FusionSpec(method="dbsf")},
+        {"sparse": None},
+    ):
+        a, b = _search(client, **kw), _search(edge, **kw)
+        assert _fused(a) == _fused(b), kw
+    sparse_a = client.search_products(None, limit=20, chunks_per_product=1, sparse=WORDS)
+    sparse_b = edge.search_products(None, limit=20, chunks_per_product=1, sparse=WORDS)
+    # BM25 alone: exactly the nine "swimming" products, shortest text first.
+    assert _ids(sparse_a) == [0, 1, 2, 100, 101, 102, 200, 201, 202]
+    assert _same(sparse_a, sparse_b)
+
+    sim_a = client.similar_products(7, limit=5, chunks_per_product=1)
+    sim_b = edge.similar_products(7, limit=5, chunks_per_product=1)
+    assert sim_a is not None and sim_b is not None
+    assert _ids(sim_a) == _ids(sim_b)
+    # Nearest by cosine to product 7's vector, 7 itself excluded.
+    vectors = np.stack([np.asarray(p.vector) for p in POINTS])
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    order = [int(i) for i in np.argsort(-(unit @ unit[7])) if i != 7]
+    assert _ids(sim_a) == order[:5]
+    shoes = client.similar_products(7, limit=5, chunks_per_product=1, flt=SearchFilter("shoes"))
+    assert shoes is not None
+    assert _ids(shoes) == [pid for pid in order if _category(pid) == "shoes"][:5]
+    assert client.similar_products(12345, limit=5, chunks_per_product=1) is None
+    assert edge.similar_products(12345, limit=5, chunks_per_product=1) is None
+
+
+def test_an_index_built_before_hybrid_search_is_refused(tmp_path: Path) -> None:
+    # What the previous version created: a dense vector and nothing else.
+    old = tmp_path / "old"
+    old.mkdir()
+    dense_only = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine))
+    qe.EdgeShard.create(str(old), dense_only).close()
+    edge = EdgeStore(old)
+    with pytest.raises(StoreSchemaError, match="no sparse vector 'bm25'"):
+        edge.ensure_collection(DIM)
+    edge.close()
+
+    from qdrant_client import QdrantClient, models
+
+    from app.store.qdrant_client_store import QdrantClientStore
+
+    client = QdrantClient(":memory:")
+    params = models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    client.create_collection("old", vectors_config=params)
+    with pytest.raises(StoreSchemaError, match="no sparse vector 'bm25'"):
+        QdrantClientStore(client, "old", local=True).ensure_collection(DIM)
+    client.close()
