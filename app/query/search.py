@@ -84,8 +84,15 @@ def constrained_retrieve(
     Raises:
         StoreError: the vector store failed.
     """
-    wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
-    products = retriever.retrieve(text, wanted, plan.search_filter)
+    # Re-ordering by price trades similarity for price, which needs scores on one scale:
+    # cosine (dense). A hybrid (RRF) score is rank-based, and a headlamp that mentions
+    # "tent-mates" scores within 10% of the tents, so "cheap tent" would rank it first.
+    if plan.prefer_low_price:
+        products = retriever.retrieve(
+            text, top_k * CANDIDATE_FACTOR, plan.search_filter, mode="dense"
+        )
+    else:
+        products = retriever.retrieve(text, top_k, plan.search_filter)
     if plan.prefer_low_price:
         products = nudge_by_cost(products, log_price)[:top_k]
     if products or not plan.has_price_bounds:
@@ -94,7 +101,7 @@ def constrained_retrieve(
     # never presented as if they fitted (the caller labels them).
     flt = plan.search_filter
     relaxed = SearchFilter(category=flt.category)
-    candidates = retriever.retrieve(text, top_k * CANDIDATE_FACTOR, relaxed)
+    candidates = retriever.retrieve(text, top_k * CANDIDATE_FACTOR, relaxed, mode="dense")
     nearest = nudge_by_cost(candidates, log_outside(flt))[:top_k]
     logger.info("no product within %s for %r; %d nearest matches", flt, text, len(nearest))
     return SearchOutcome(nearest, nearest=bool(nearest))

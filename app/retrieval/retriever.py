@@ -17,7 +17,7 @@ from app.core.config import Settings
 from app.embedding.model import Vectors
 from app.llm.types import RetrievedProduct
 from app.store.base import ProductHit, SearchFilter, VectorStore
-from app.store.hybrid import FusionSpec, query_sparse
+from app.store.hybrid import FusionSpec, RetrievalMode, query_sparse
 
 logger = logging.getLogger(__name__)
 
@@ -72,15 +72,25 @@ class Retriever:
         )
 
     def retrieve(
-        self, query: str, top_k: int | None = None, filters: SearchFilter | None = None
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: SearchFilter | None = None,
+        *,
+        mode: RetrievalMode | None = None,
     ) -> list[RetrievedProduct]:
         """Up to `top_k` distinct products for `query`, best first (blocking: call off-loop).
+
+        Args:
+            mode: overrides RETRIEVAL_MODE for this call, e.g. "dense" where a caller
+                compares scores as similarities (fused RRF scores are rank-based).
 
         Raises:
             StoreError: the vector store failed.
         """
-        vector = self.embedder.embed([query])[0] if self.mode != "sparse" else None
-        sparse = query_sparse(query) if self.mode != "dense" else None
+        mode = mode or self.mode
+        vector = self.embedder.embed([query])[0] if mode != "sparse" else None
+        sparse = query_sparse(query) if mode != "dense" else None
         if sparse is not None and not sparse.indices:
             # No term survives (only stopwords/punctuation): BM25 has nothing to add.
             sparse = None
