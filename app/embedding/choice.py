@@ -1,10 +1,10 @@
 """Which engine embeds documents on this machine, and why (logged at start-up).
 
-Measured on the 2-core AMD EPYC (AVX512-VNNI) this was built on, bench/sync.py: the int8
-export runs several times faster than sentence-transformers' torch at cosine >= 0.99 to
-its vectors, the fp32 export ~1.3x at equal vectors. Every ONNX engine is checked against
-torch on probe texts before it is used; a failed check falls back a step, never stops
-the service.
+Measured on the 2-core AMD EPYC (AVX512-VNNI) this was built on (BENCHMARKS.md): the int8
+export embeds 2.0x as fast as sentence-transformers' torch (4-6x when the machine is
+loaded) at cosine >= 0.99 to its vectors; the fp32 export gives torch's vectors.
+Every ONNX engine is checked against torch on probe texts before it is used; a failed
+check falls back a step, never stops the service.
 """
 
 from __future__ import annotations

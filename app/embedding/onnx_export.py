@@ -89,7 +89,8 @@ def quantize_int8(fp32: Path) -> Path:
     - that, with the FFN output projections of the first half of the layers in fp32
       (their GELU inputs carry the outliers that matter most): 0.994 / 0.996, nDCG 0.9465;
     - that, with all of layer 0 in fp32 too (used): 0.994 / 0.996, nDCG 0.9530, at ~4x
-      torch's throughput against ~2.5x for the fp32 export. (30 queries: one changed
+      torch's throughput against ~2.5x for the fp32 export (loaded machine; 2.0x when
+      quieter, BENCHMARKS.md). (30 queries: one changed
       ranking moves nDCG by ~0.005; bench/encoder_quality.py has the larger set.)
     """
     import onnx
