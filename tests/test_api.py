@@ -103,7 +103,11 @@ def service(
     )
     with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
         ready_before = c.get("/ready")  # no table yet: the first cycles fail
-        metrics_before = c.get("/metrics").text
+        # The first cycle runs in a worker thread: wait until it has failed (no table yet).
+        deadline = time.monotonic() + 60
+        while "sync_failures_total 0.0" in (metrics_before := c.get("/metrics").text):
+            assert time.monotonic() < deadline, metrics_before
+            time.sleep(0.1)
         create_table(spark, table, "COPY_ON_WRITE")
         upsert_rows(spark, table, catalog())
         # A cycle that starts after the commit (the engine runs one at a time) mirrors it.
