@@ -52,17 +52,5 @@ def load_products(path: Path) -> list[Product]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
-        row = json.loads(line)
-        price = row.get("price")
-        out.append(
-            Product(
-                id=int(row["id"]),
-                ts=int(row.get("ts") or 0),
-                name=str(row["name"]),
-                description=str(row.get("description") or ""),
-                category=row.get("category"),
-                brand=row.get("brand"),
-                price=float(price) if price is not None else None,
-            )
-        )
+        out.append(Product.from_row(json.loads(line)))
     return out

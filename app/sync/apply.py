@@ -7,10 +7,10 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from app.core.catalog import Product
+from app.core.catalog import Product, payload_fields
 from app.embedding import Embedder
 from app.store.base import ChunkPoint, PayloadUpdate, StoredChunk, VectorStore
-from app.sync.chunking import ProductChunk, ProductChunker, product_fields
+from app.sync.chunking import ProductChunk, ProductChunker
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class ChunkApplier:
         stale: list[str] = []
         for product in products:
             old = {c.id: c for c in existing.get(product.id, [])}
-            fields = product_fields(product)
+            fields = payload_fields(product)
             kept_with_new_fields: list[str] = []
             for chunk in self.chunker.chunk(product):
                 held = old.pop(chunk.point_id, None)

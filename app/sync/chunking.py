@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from semantic_text_splitter import TextSplitter
 
-from app.core.catalog import Product
+from app.core.catalog import Product, payload_fields
 from app.store.hybrid import SPARSE_FORMAT
 
 if TYPE_CHECKING:
@@ -42,18 +42,8 @@ class ProductChunk:
             "chunk_hash": self.chunk_hash,
             "chunk_index": self.chunk_index,
             "text": self.text,
-            **product_fields(product),
+            **payload_fields(product),
         }
-
-
-def product_fields(product: Product) -> dict[str, Any]:
-    """Product-level payload: may change without the chunk text changing (e.g. price)."""
-    return {
-        "name": product.name,
-        "category": product.category,
-        "brand": product.brand,
-        "price": product.price,
-    }
 
 
 class ProductChunker:

@@ -248,7 +248,7 @@ class TableSnapshot:
     @staticmethod
     def products(rows: pa.Table, batch_rows: int) -> Iterator[list[Product]]:
         for batch in rows.to_batches(max_chunksize=batch_rows):
-            yield [_product(r) for r in batch.to_pylist()]
+            yield [Product.from_row(r) for r in batch.to_pylist()]
 
     def _stream(
         self, columns: list[str], batch_rows: int, as_of: str | None
@@ -273,7 +273,7 @@ class TableSnapshot:
         columns = [c for c in COLUMN_NAMES if c in self._columns()]
         for batch in self._stream(columns, batch_rows, as_of):
             if batch.num_rows:
-                yield [_product(r) for r in batch.to_pylist()]
+                yield [Product.from_row(r) for r in batch.to_pylist()]
 
     def _columns(self) -> set[str]:
         try:
@@ -289,15 +289,3 @@ class TableSnapshot:
         for batch in self._stream(["id"], 65_536, None):
             keys.update(int(v) for v in batch.column("id").to_pylist() if v is not None)
         return keys
-
-
-def _product(row: dict[str, Any]) -> Product:
-    return Product(
-        id=int(row["id"]),
-        ts=int(row.get("ts") or 0),
-        name=row.get("name") or "",
-        description=row.get("description") or "",
-        category=row.get("category"),
-        brand=row.get("brand"),
-        price=float(row["price"]) if row.get("price") is not None else None,
-    )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.catalog import payload_fields
 from app.core.config import Settings
 from app.store.base import GROUP_FIELD, VectorStore
-from app.sync.chunking import ProductChunker, product_fields
+from app.sync.chunking import ProductChunker
 from app.sync.hudi_source import TableSnapshot
 from app.sync.state import SyncCheckpoint
 
@@ -60,7 +61,7 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
         expected: dict[str, dict[str, Any]] = {}
         for product in batch:
             products.add(product.id)
-            fields = product_fields(product)
+            fields = payload_fields(product)
             for chunk in chunker.chunk(product):
                 expected[chunk.point_id] = {**fields, "chunk_index": chunk.chunk_index}
         expected_chunks += len(expected)
