@@ -147,7 +147,9 @@ def test_normal_answer_comes_from_the_llm_and_names_a_retrieved_product(
     assert first["name"] in body["message"]
     scores = [p["score"] for p in body["products"]]
     assert scores == sorted(scores, reverse=True)
-    assert all(s >= service.settings.similarity_threshold for s in scores)
+    # Hybrid scores are fused ranks (RRF), not cosine: the similarity threshold cuts the
+    # dense branch inside the engine (tests/test_retrieval.py), not these numbers.
+    assert all(s > 0 for s in scores)
     # matched_content is description text: the "Name by Brand (category)" header is cut.
     assert first["matched_content"] and not first["matched_content"][0].startswith(first["name"])
 

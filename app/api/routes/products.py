@@ -9,7 +9,8 @@ from fastapi import APIRouter, HTTPException, Path, Query, status
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import RetrieverDep, SettingsDep
+from app.api.admission import Overloaded
+from app.api.deps import RetrievalGateDep, RetrieverDep, SettingsDep
 from app.api.schemas import ErrorResponse, ProductOut, RecommendFilters, SimilarResponse
 from app.store import StoreError
 
@@ -24,9 +25,11 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 
 @router.get("/{product_id}/similar", response_model=SimilarResponse, responses=_ERRORS)
 async def similar(
-    product_id: Annotated[int, Path(ge=0)],
+    # The table key is a BIGINT: a larger id cannot exist, and the engines cannot take it.
+    product_id: Annotated[int, Path(ge=0, le=2**63 - 1)],
     retriever: RetrieverDep,
     settings: SettingsDep,
+    gate: RetrievalGateDep,
     top_k: Annotated[int | None, Query(ge=1)] = None,
     category: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     min_price: Annotated[float | None, Query(ge=0)] = None,
@@ -43,9 +46,17 @@ async def similar(
     except ValidationError as e:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, e.errors()[0]["msg"]) from e
     try:
-        products = await run_in_threadpool(
-            retriever.similar, product_id, top_k, filters.to_search_filter()
-        )
+        # Blocking engine work: off the event loop, under the same limit as /search.
+        async with gate.slot():
+            products = await run_in_threadpool(
+                retriever.similar, product_id, top_k, filters.to_search_filter()
+            )
+    except Overloaded as e:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"busy: {e}; retry shortly",
+            headers={"Retry-After": "1"},
+        ) from e
     except StoreError as e:
         logger.error("similar products failed: %s", e)
         raise HTTPException(
