@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, ParamSpec, TypeVar
 
 from app.store.base import (
@@ -44,6 +45,16 @@ SCROLL_BATCH = 2048
 SIMILAR_SEEDS = 64
 
 Request = Callable[[int, int | None], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """One engine query and how to run it: against the BM25 vector or the dense one, and
+    with a cosine floor (dense only)."""
+
+    query: Any
+    sparse: bool = False
+    score_threshold: float | None = None
 
 
 def stored_hit(point: Any) -> StoredChunkHit:
@@ -157,17 +168,23 @@ class StoreCore(ABC):
     # --- search --------------------------------------------------------------------
     def search_products(
         self,
-        vector: VectorLike | None,
+        vector: VectorLike | None,  # None: a sparse-only (BM25) search
         *,
         limit: int,
         chunks_per_product: int,
+        # The threshold is a cosine bound: it goes to the dense branch alone.
+        score_threshold: float | None = None,
         flt: SearchFilter | None = None,
         sparse: SparseVec | None = None,
         fusion: FusionSpec | None = None,
-        score_threshold: float | None = None,
     ) -> list[ProductHit]:
-        dense = self._dense_query(as_float_list(vector)) if vector is not None else None
-        lexical = self._sparse_query(sparse) if sparse else None
+        dense = lexical = None
+        if vector is not None:
+            dense = Branch(
+                self._dense_query(as_float_list(vector)), score_threshold=score_threshold
+            )
+        if sparse:
+            lexical = Branch(self._sparse_query(sparse), sparse=True)
         spec = fusion or FusionSpec()
 
         def request(n: int, product_id: int | None = None) -> Any:
@@ -176,22 +193,19 @@ class StoreCore(ABC):
                 depth = prefetch_limit(n)
                 # The filter goes into each branch: a branch without it would fill the
                 # fusion with products the shopper excluded.
-                branches = [
-                    self._prefetch(dense, f, depth, score_threshold=score_threshold),
-                    self._prefetch(lexical, f, depth, sparse=True),
-                ]
-                return self._request(n, self._fusion(spec), f, prefetch=branches)
+                branches = [self._prefetch(dense, f, depth), self._prefetch(lexical, f, depth)]
+                return self._request(n, Branch(self._fusion(spec)), f, prefetch=branches)
             if dense is not None:
-                return self._request(n, dense, f, score_threshold=score_threshold)
+                return self._request(n, dense, f)
             if lexical is None:
                 raise ValueError("search_products needs a dense or a sparse query vector")
-            return self._request(n, lexical, f, sparse=True)
+            return self._request(n, lexical, f)
 
         return self._grouped(request, limit, chunks_per_product)
 
     def similar_products(
         self,
-        product_id: int,
+        product_id: int,  # the seed: its own chunks are the positives, it is left out
         *,
         limit: int,
         chunks_per_product: int,
@@ -203,7 +217,7 @@ class StoreCore(ABC):
         positives: list[Any] = [r.vector for r in records if isinstance(r.vector, list)]
         if not positives:
             return None
-        recommend = self._recommend(positives)
+        recommend = Branch(self._recommend(positives))
 
         def request(n: int, other: int | None = None) -> Any:
             f = self._build_filter(flt, product_id=other, exclude=product_id)
@@ -262,28 +276,12 @@ class StoreCore(ABC):
         """A recommend query, best-score strategy, from the seed vectors."""
 
     @abstractmethod
-    def _prefetch(
-        self,
-        query: Any,
-        flt: Any,
-        depth: int,
-        *,
-        sparse: bool = False,
-        score_threshold: float | None = None,
-    ) -> Any: ...
+    def _prefetch(self, branch: Branch, flt: Any, depth: int) -> Any:
+        """A prefetch (one branch of a fused query), `depth` candidates deep."""
 
     @abstractmethod
-    def _request(
-        self,
-        n: int,
-        query: Any,
-        flt: Any,
-        *,
-        sparse: bool = False,
-        prefetch: list[Any] | None = None,
-        score_threshold: float | None = None,
-    ) -> Any:
-        """A query request with payload; `sparse` means `query` targets the BM25 vector."""
+    def _request(self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None) -> Any:
+        """A query request for `n` points with their payload."""
 
     # --- engine hooks: calls ------------------------------------------------------------
     @abstractmethod

@@ -31,7 +31,7 @@ from app.store.base import (
     StoreLockedError,
     StoreSchemaError,
 )
-from app.store.core import StoreCore
+from app.store.core import Branch, StoreCore
 from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
 
 logger = logging.getLogger(__name__)
@@ -199,34 +199,19 @@ class EdgeStore(StoreCore):
     def _recommend(self, positives: list[Any]) -> Any:
         return qe.Query.RecommendBestScore(qe.RecommendQuery(positives, []))
 
-    def _prefetch(
-        self,
-        query: Any,
-        flt: Any,
-        depth: int,
-        *,
-        sparse: bool = False,
-        score_threshold: float | None = None,
-    ) -> qe.Prefetch:
-        # `sparse` is unused: an edge sparse query names its vector itself (`using=`).
-        return qe.Prefetch(depth, query, filter=flt, score_threshold=score_threshold)
+    def _prefetch(self, branch: Branch, flt: Any, depth: int) -> qe.Prefetch:
+        # An edge sparse query names its vector itself (`using=` in _sparse_query).
+        return qe.Prefetch(depth, branch.query, filter=flt, score_threshold=branch.score_threshold)
 
     def _request(
-        self,
-        n: int,
-        query: Any,
-        flt: Any,
-        *,
-        sparse: bool = False,
-        prefetch: list[Any] | None = None,
-        score_threshold: float | None = None,
+        self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None
     ) -> qe.QueryRequest:
         extra: dict[str, Any] = {}
         if prefetch is not None:
             extra["prefetches"] = prefetch
-        if score_threshold is not None:
-            extra["score_threshold"] = score_threshold
-        return qe.QueryRequest(limit=n, query=query, filter=flt, with_payload=True, **extra)
+        if branch.score_threshold is not None:
+            extra["score_threshold"] = branch.score_threshold
+        return qe.QueryRequest(limit=n, query=branch.query, filter=flt, with_payload=True, **extra)
 
     # --- engine calls -----------------------------------------------------------------
     def _scroll_page(

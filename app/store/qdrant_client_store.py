@@ -28,7 +28,7 @@ from app.store.base import (
     StoreDimensionError,
     StoreSchemaError,
 )
-from app.store.core import Request, StoreCore, stored_hit
+from app.store.core import Branch, Request, StoreCore, stored_hit
 from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
 
 logger = logging.getLogger(__name__)
@@ -187,37 +187,25 @@ class QdrantClientStore(StoreCore):
             recommend=models.RecommendInput(positive=positives, strategy=strategy)
         )
 
-    def _prefetch(
-        self,
-        query: Any,
-        flt: Any,
-        depth: int,
-        *,
-        sparse: bool = False,
-        score_threshold: float | None = None,
-    ) -> models.Prefetch:
-        using = SPARSE_VECTOR if sparse else None
+    def _prefetch(self, branch: Branch, flt: Any, depth: int) -> models.Prefetch:
         return models.Prefetch(
-            query=query, using=using, filter=flt, limit=depth, score_threshold=score_threshold
+            query=branch.query,
+            using=SPARSE_VECTOR if branch.sparse else None,
+            filter=flt,
+            limit=depth,
+            score_threshold=branch.score_threshold,
         )
 
     def _request(
-        self,
-        n: int,
-        query: Any,
-        flt: Any,
-        *,
-        sparse: bool = False,
-        prefetch: list[Any] | None = None,
-        score_threshold: float | None = None,
+        self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None
     ) -> models.QueryRequest:
         return models.QueryRequest(
             prefetch=prefetch,
-            query=query,
-            using=SPARSE_VECTOR if sparse else None,
+            query=branch.query,
+            using=SPARSE_VECTOR if branch.sparse else None,
             filter=flt,
             limit=n,
-            score_threshold=score_threshold,
+            score_threshold=branch.score_threshold,
             with_payload=True,
         )
 
