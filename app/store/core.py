@@ -168,16 +168,18 @@ class StoreCore(ABC):
     # --- search --------------------------------------------------------------------
     def search_products(
         self,
-        vector: VectorLike | None,  # None: a sparse-only (BM25) search
+        vector: VectorLike | None,
         *,
-        limit: int,
-        chunks_per_product: int,
-        # The threshold is a cosine bound: it goes to the dense branch alone.
         score_threshold: float | None = None,
         flt: SearchFilter | None = None,
         sparse: SparseVec | None = None,
         fusion: FusionSpec | None = None,
+        limit: int,
+        chunks_per_product: int,
     ) -> list[ProductHit]:
+        """See `VectorStore.search_products`. One plan for both engines: dense and sparse
+        branches fused inside the engine, or one of them alone; the filter in every branch,
+        the cosine threshold on the dense one only."""
         dense = lexical = None
         if vector is not None:
             dense = Branch(
@@ -205,12 +207,14 @@ class StoreCore(ABC):
 
     def similar_products(
         self,
-        product_id: int,  # the seed: its own chunks are the positives, it is left out
+        product_id: int,
         *,
+        flt: SearchFilter | None = None,
         limit: int,
         chunks_per_product: int,
-        flt: SearchFilter | None = None,
     ) -> list[ProductHit] | None:
+        """See `VectorStore.similar_products`: up to SIMILAR_SEEDS of the product's own
+        chunk vectors seed one recommend query; the product itself is filtered out."""
         own = self._product_filter([product_id])
         records, _ = self._scroll_page(own, SIMILAR_SEEDS, None, payload=False, vector=True)
         # Asking for the default vector alone returns it bare (a list), not by name.
