@@ -16,111 +16,47 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ClassVar
 
 import qdrant_edge as qe
 
 from app.store.base import (
-    GROUP_FIELD,
     INDEXED_FIELDS,
     ChunkPoint,
     PayloadUpdate,
-    ProductHit,
-    SearchFilter,
-    StoredChunk,
-    StoredChunkHit,
     StoreDimensionError,
     StoreError,
     StoreLockedError,
     StoreSchemaError,
-    VectorLike,
-    as_float_list,
-    normalize_id,
-    stored_chunk,
 )
-from app.store.grouping import grouped_search
-from app.store.hybrid import (
-    SPARSE_VECTOR,
-    FusionSpec,
-    SparseVec,
-    document_sparse,
-    prefetch_limit,
-)
+from app.store.core import Branch, StoreCore
+from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-P = ParamSpec("P")
 
 BACKEND = "qdrant-edge"
 STATE_FILE = "sync_state.json"
 # Written by the engine when a shard is created; its presence means "load, don't create".
 _SHARD_MARKER = "edge_config.json"
-_SCHEMAS = {
-    "integer": qe.PayloadSchemaType.Integer,
-    "keyword": qe.PayloadSchemaType.Keyword,
-    "float": qe.PayloadSchemaType.Float,
-}
-_UPSERT_BATCH = 1024
 
 
-def build_filter(
-    flt: SearchFilter | None, *, product_id: int | None = None, exclude: int | None = None
-) -> qe.Filter | None:
-    must: list[Any] = []
-    if flt is not None and flt.category is not None:
-        must.append(qe.FieldCondition(key="category", match=qe.MatchValue(flt.category)))
-    if flt is not None and (flt.min_price is not None or flt.max_price is not None):
-        price = qe.RangeFloat(gte=flt.min_price, lte=flt.max_price)
-        must.append(qe.FieldCondition(key="price", range=price))
-    if product_id is not None:
-        must.append(qe.FieldCondition(key=GROUP_FIELD, match=qe.MatchValue(product_id)))
-    if exclude is not None:
-        not_it = qe.FieldCondition(key=GROUP_FIELD, match=qe.MatchValue(exclude))
-        return qe.Filter(must=must, must_not=[not_it])
-    return qe.Filter(must=must) if must else None
-
-
-def _sparse(v: SparseVec) -> qe.SparseVector:
-    return qe.SparseVector(v.indices, v.values)
-
-
-def _fusion(spec: FusionSpec) -> Any:
-    # Any: the stubs type QueryRequest.query as `Fusion`, the variants' enclosing class.
-    if spec.method == "dbsf":
-        return qe.Fusion.Dbsf()
-    return qe.Fusion.Rrf(k=spec.rrf_k, weights=spec.weights)
-
-
-def _point(p: ChunkPoint) -> qe.Point:
-    # Dense and BM25 in one point, so one upsert writes both: the sparse side never lags.
-    vectors: dict[str, Any] = {
-        "": as_float_list(p.vector),
-        SPARSE_VECTOR: _sparse(document_sparse(str(p.payload.get("text", "")))),
-    }
-    return qe.Point(normalize_id(p.id, backend=BACKEND), vectors, p.payload)
-
-
-def _product_filter(product_ids: Sequence[int]) -> qe.Filter:
-    match = qe.MatchAny([int(p) for p in product_ids])
-    return qe.Filter(must=[qe.FieldCondition(key=GROUP_FIELD, match=match)])
-
-
-def _hit(point: qe.ScoredPoint) -> StoredChunkHit:
-    return StoredChunkHit(id=str(point.id), score=float(point.score), payload=point.payload or {})
-
-
-class EdgeStore:
+class EdgeStore(StoreCore):
     """Args:
     path: the shard folder; created by `ensure_collection` if it holds no shard yet.
     collection: a name for log and error context only (the folder is the collection).
     """
 
+    _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
+        "integer": qe.PayloadSchemaType.Integer,
+        "keyword": qe.PayloadSchemaType.Keyword,
+        "float": qe.PayloadSchemaType.Float,
+    }
+
     def __init__(self, path: str | os.PathLike[str], *, collection: str = "products") -> None:
+        super().__init__(backend=BACKEND, collection=collection)
         self._path = Path(path)
-        self._collection = collection
         self._shard: qe.EdgeShard | None = None
         self._checked_dim: int | None = None
         if (self._path / _SHARD_MARKER).exists():
@@ -139,23 +75,11 @@ class EdgeStore:
             )
         if "dimension" in str(cause).lower():
             return StoreDimensionError(text, backend=BACKEND, collection=self._collection)
-        return StoreError(text, backend=BACKEND, collection=self._collection)
-
-    def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return fn(*args, **kwargs)
-        except StoreError:
-            raise
-        except Exception as e:  # the engine raises bare Exception with a message
-            raise self._error(f"{what} failed", e) from e
+        return super()._error(message, cause)
 
     def _require(self) -> qe.EdgeShard:
         if self._shard is None:
-            raise StoreError(
-                f"no shard at {self._path}: call ensure_collection first",
-                backend=BACKEND,
-                collection=self._collection,
-            )
+            raise self._store_error(f"no shard at {self._path}: call ensure_collection first")
         return self._shard
 
     def _update(self, what: str, *ops: qe.UpdateOperation) -> None:
@@ -190,10 +114,8 @@ class EdgeStore:
             self._call(f"probe for {dim}-d vectors", self._shard.query, probe)
             self._require_sparse(self._shard)
         existing = self._call("info", self._require().info).payload_schema
-        missing = [f for f in INDEXED_FIELDS if f not in existing]
-        ops = [
-            qe.UpdateOperation.create_field_index(f, _SCHEMAS[INDEXED_FIELDS[f]]) for f in missing
-        ]
+        missing = self._index_schemas([f for f in INDEXED_FIELDS if f not in existing])
+        ops = [qe.UpdateOperation.create_field_index(f, kind) for f, kind in missing.items()]
         if ops:
             self._update("create_field_index", *ops)
         self._checked_dim = dim
@@ -216,18 +138,9 @@ class EdgeStore:
 
     # --- writes ---------------------------------------------------------------------
     def upsert(self, points: Sequence[ChunkPoint]) -> None:
-        if not points:
-            return
-        ops = [
-            qe.UpdateOperation.upsert_points(
-                [_point(p) for p in points[start : start + _UPSERT_BATCH]]
-            )
-            for start in range(0, len(points), _UPSERT_BATCH)
-        ]
-        self._update("upsert", *ops)
-
-    def _ids(self, ids: Sequence[str]) -> list[qe.PointId]:
-        return [normalize_id(i, backend=BACKEND) for i in ids]
+        ops = [qe.UpdateOperation.upsert_points(b) for b in self._point_batches(points)]
+        if ops:
+            self._update("upsert", *ops)
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
@@ -235,7 +148,7 @@ class EdgeStore:
 
     def delete_products(self, product_ids: Sequence[int]) -> None:
         if product_ids:
-            op = qe.UpdateOperation.delete_points_by_filter(_product_filter(product_ids))
+            op = qe.UpdateOperation.delete_points_by_filter(self._product_filter(product_ids))
             self._update("delete_products", op)
 
     def set_payloads(self, updates: Sequence[PayloadUpdate]) -> None:
@@ -245,128 +158,85 @@ class EdgeStore:
         if ops:
             self._update("set_payload", *ops)
 
-    # --- reads ---------------------------------------------------------------------
-    def _scroll(
-        self, flt: qe.Filter | None, batch: int, fields: Sequence[str] | None = None
-    ) -> Iterator[StoredChunk]:
-        shard = self._require()
-        offset: qe.PointId | None = None
-        payload: Any = True if fields is None else qe.PayloadSelector.Include(list(fields))
-        while True:
-            request = qe.ScrollRequest(
-                offset=offset, limit=batch, filter=flt, with_payload=payload, with_vector=False
-            )
-            records, offset = self._call("scroll", shard.scroll, request)
-            for record in records:
-                yield stored_chunk(record.id, record.payload)
-            if offset is None:
-                return
-
-    def chunks_for_products(self, product_ids: Sequence[int]) -> list[StoredChunk]:
-        if not product_ids:
-            return []
-        return list(self._scroll(_product_filter(product_ids), 2048))
-
-    def iter_chunks(
-        self, batch: int = 2048, fields: Sequence[str] | None = None
-    ) -> Iterator[StoredChunk]:
-        return self._scroll(None, batch, fields)
-
     def count(self) -> int:
         shard = self._require()
         return int(self._call("count", shard.count, qe.CountRequest(exact=True)))
 
-    def chunk_ids_without_sparse(self) -> list[str]:
-        missing = qe.Filter(must_not=[qe.HasVectorCondition(SPARSE_VECTOR)])
-        return [c.id for c in self._scroll(missing, 2048, fields=[GROUP_FIELD])]
+    # --- engine types -----------------------------------------------------------------
+    def _match(self, key: str, value: Any) -> qe.FieldCondition:
+        return qe.FieldCondition(key=key, match=qe.MatchValue(value))
 
-    def search_products(
-        self,
-        vector: VectorLike | None,
-        *,
-        limit: int,
-        chunks_per_product: int,
-        score_threshold: float | None = None,
-        flt: SearchFilter | None = None,
-        sparse: SparseVec | None = None,
-        fusion: FusionSpec | None = None,
-    ) -> list[ProductHit]:
-        dense = qe.Query.Nearest(as_float_list(vector)) if vector is not None else None
-        lexical = qe.Query.Nearest(_sparse(sparse), using=SPARSE_VECTOR) if sparse else None
-        spec = fusion or FusionSpec()
+    def _match_any(self, key: str, values: list[int]) -> qe.FieldCondition:
+        return qe.FieldCondition(key=key, match=qe.MatchAny(values))
 
-        def request(n: int, product_id: int | None = None) -> qe.QueryRequest:
-            f = build_filter(flt, product_id=product_id)
-            if dense is not None and lexical is not None:
-                depth = prefetch_limit(n)
-                # The filter goes into each branch: a branch without it would fill the
-                # fusion with products the shopper excluded.
-                return qe.QueryRequest(
-                    limit=n,
-                    prefetches=[
-                        qe.Prefetch(depth, dense, filter=f, score_threshold=score_threshold),
-                        qe.Prefetch(depth, lexical, filter=f),
-                    ],
-                    query=_fusion(spec),
-                    filter=f,
-                    with_payload=True,
-                )
-            if dense is not None:
-                return qe.QueryRequest(
-                    limit=n,
-                    query=dense,
-                    filter=f,
-                    score_threshold=score_threshold,
-                    with_payload=True,
-                )
-            if lexical is None:
-                raise ValueError("search_products needs a dense or a sparse query vector")
-            return qe.QueryRequest(limit=n, query=lexical, filter=f, with_payload=True)
+    def _range(self, key: str, gte: float | None, lte: float | None) -> qe.FieldCondition:
+        return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=gte, lte=lte))
 
-        return self._grouped(request, limit, chunks_per_product)
+    def _has_vector(self, name: str) -> qe.HasVectorCondition:
+        return qe.HasVectorCondition(name)
 
-    def similar_products(
-        self,
-        product_id: int,
-        *,
-        limit: int,
-        chunks_per_product: int,
-        flt: SearchFilter | None = None,
-    ) -> list[ProductHit] | None:
+    def _filter(self, must: list[Any], must_not: list[Any]) -> qe.Filter:
+        return qe.Filter(must=must, must_not=must_not) if must_not else qe.Filter(must=must)
+
+    def _sparse_vector(self, v: SparseVec) -> qe.SparseVector:
+        return qe.SparseVector(v.indices, v.values)
+
+    def _make_point(self, point_id: str, vectors: dict[str, Any], payload: dict[str, Any]) -> Any:
+        return qe.Point(point_id, vectors, payload)
+
+    def _dense_query(self, vector: list[float]) -> Any:
+        return qe.Query.Nearest(vector)
+
+    def _sparse_query(self, sparse: SparseVec) -> Any:
+        return qe.Query.Nearest(self._sparse_vector(sparse), using=SPARSE_VECTOR)
+
+    def _fusion(self, spec: FusionSpec) -> Any:
+        # Any: the stubs type QueryRequest.query as `Fusion`, the variants' enclosing class.
+        if spec.method == "dbsf":
+            return qe.Fusion.Dbsf()
+        return qe.Fusion.Rrf(k=spec.rrf_k, weights=spec.weights)
+
+    def _recommend(self, positives: list[Any]) -> Any:
+        return qe.Query.RecommendBestScore(qe.RecommendQuery(positives, []))
+
+    def _prefetch(self, branch: Branch, flt: Any, depth: int) -> qe.Prefetch:
+        # An edge sparse query names its vector itself (`using=` in _sparse_query).
+        return qe.Prefetch(depth, branch.query, filter=flt, score_threshold=branch.score_threshold)
+
+    def _request(
+        self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None
+    ) -> qe.QueryRequest:
+        extra: dict[str, Any] = {}
+        if prefetch is not None:
+            extra["prefetches"] = prefetch
+        if branch.score_threshold is not None:
+            extra["score_threshold"] = branch.score_threshold
+        return qe.QueryRequest(limit=n, query=branch.query, filter=flt, with_payload=True, **extra)
+
+    # --- engine calls -----------------------------------------------------------------
+    def _scroll_page(
+        self, flt: Any, limit: int, offset: Any, *, payload: bool | list[str], vector: bool
+    ) -> tuple[Any, Any]:
         shard = self._require()
-        own = _product_filter([product_id])
-        request = qe.ScrollRequest(limit=64, filter=own, with_payload=False, with_vector=[""])
-        records, _ = self._call("scroll", shard.scroll, request)
-        # Asking for the default vector alone returns it bare (a list), not by name.
-        positives: list[Any] = [r.vector for r in records if isinstance(r.vector, list)]
-        if not positives:
-            return None
-        recommend = qe.Query.RecommendBestScore(qe.RecommendQuery(positives, []))
+        with_payload: Any = (
+            qe.PayloadSelector.Include(payload) if isinstance(payload, list) else payload
+        )
+        request = qe.ScrollRequest(
+            offset=offset,
+            limit=limit,
+            filter=flt,
+            with_payload=with_payload,
+            with_vector=[""] if vector else False,
+        )
+        records, next_offset = self._call("scroll", shard.scroll, request)
+        return records, next_offset
 
-        def request_for(n: int, other: int | None = None) -> qe.QueryRequest:
-            f = build_filter(flt, product_id=other, exclude=product_id)
-            return qe.QueryRequest(limit=n, query=recommend, filter=f, with_payload=True)
+    def _query(self, request: Any) -> Any:
+        return self._call("query", self._require().query, request)
 
-        return self._grouped(request_for, limit, chunks_per_product)
-
-    def _grouped(
-        self,
-        request: Callable[[int, int | None], qe.QueryRequest],
-        limit: int,
-        chunks_per_product: int,
-    ) -> list[ProductHit]:
-        shard = self._require()
-
-        def query(n: int) -> list[StoredChunkHit]:
-            return [_hit(p) for p in self._call("query", shard.query, request(n, None))]
-
-        def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
-            # One batch: the engine plans the small per-product searches together.
-            batch = qe.QueryBatchRequest([request(chunks_per_product, p) for p in product_ids])
-            results = self._call("query_batch", shard.query_batch, batch)
-            return [[_hit(p) for p in points] for points in results]
-
-        return grouped_search(query, fill, limit=limit, chunks_per_product=chunks_per_product)
+    def _query_batch(self, requests: list[Any]) -> Any:
+        batch = qe.QueryBatchRequest(requests)
+        return self._call("query_batch", self._require().query_batch, batch)
 
     # --- checkpoint -------------------------------------------------------------------
     def load_state(self) -> dict[str, Any] | None:

@@ -12,112 +12,31 @@ here; a server does its own concurrency.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from qdrant_client import QdrantClient, models
 
 from app.store.base import (
     GROUP_FIELD,
-    INDEXED_FIELDS,
     ChunkPoint,
     PayloadUpdate,
     ProductHit,
-    SearchFilter,
-    StoredChunk,
-    StoredChunkHit,
     StoreDimensionError,
-    StoreError,
     StoreSchemaError,
-    VectorLike,
-    as_float_list,
-    normalize_id,
-    stored_chunk,
 )
-from app.store.grouping import grouped_search
-from app.store.hybrid import (
-    SPARSE_VECTOR,
-    FusionSpec,
-    SparseVec,
-    document_sparse,
-    prefetch_limit,
-)
+from app.store.core import Branch, Request, StoreCore, stored_hit
+from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-P = ParamSpec("P")
-
-_SCHEMAS = {
-    "integer": models.PayloadSchemaType.INTEGER,
-    "keyword": models.PayloadSchemaType.KEYWORD,
-    "float": models.PayloadSchemaType.FLOAT,
-}
 _STATE_KEY = "sync_state"
-# Keeps a remote upsert request well under the server's 32 MB body limit at 384-d.
-_UPSERT_BATCH = 512
 
 
-def build_filter(flt: SearchFilter | None, *, exclude: int | None = None) -> models.Filter | None:
-    must: list[models.Condition] = []
-    must_not: list[models.Condition] = []
-    if exclude is not None:
-        must_not.append(
-            models.FieldCondition(key=GROUP_FIELD, match=models.MatchValue(value=exclude))
-        )
-    if flt is None or flt.is_empty:
-        return models.Filter(must_not=must_not) if must_not else None
-    if flt.category is not None:
-        must.append(
-            models.FieldCondition(key="category", match=models.MatchValue(value=flt.category))
-        )
-    if flt.min_price is not None or flt.max_price is not None:
-        must.append(
-            models.FieldCondition(
-                key="price", range=models.Range(gte=flt.min_price, lte=flt.max_price)
-            )
-        )
-    return models.Filter(must=must, must_not=must_not or None)
-
-
-def _fusion(spec: FusionSpec) -> models.Query:
-    if spec.method == "dbsf":
-        return models.FusionQuery(fusion=models.Fusion.DBSF)
-    return models.RrfQuery(rrf=models.Rrf(k=spec.rrf_k, weights=spec.weights))
-
-
-def _point(p: ChunkPoint, backend: str) -> models.PointStruct:
-    # Dense and BM25 in one point, so one upsert writes both: the sparse side never lags.
-    bm25 = document_sparse(str(p.payload.get("text", "")))
-    vectors: dict[str, Any] = {
-        "": as_float_list(p.vector),
-        SPARSE_VECTOR: models.SparseVector(indices=bm25.indices, values=bm25.values),
-    }
-    return models.PointStruct(
-        id=normalize_id(p.id, backend=backend), vector=vectors, payload=p.payload
-    )
-
-
-def _product_filter(product_ids: Sequence[int]) -> models.Filter:
-    return models.Filter(
-        must=[
-            models.FieldCondition(
-                key=GROUP_FIELD, match=models.MatchAny(any=[int(p) for p in product_ids])
-            )
-        ]
-    )
-
-
-def _with_product(flt: models.Filter | None, product_id: int) -> models.Filter:
-    only = models.FieldCondition(key=GROUP_FIELD, match=models.MatchValue(value=product_id))
-    return models.Filter(must=[only] if flt is None else [flt, only])
-
-
-class QdrantClientStore:
+class QdrantClientStore(StoreCore):
     """Args:
     client: an open QdrantClient (remote or local).
     collection: collection name; the checkpoint goes to `<collection>__state`.
@@ -127,6 +46,12 @@ class QdrantClientStore:
         over-fetches and groups in Python instead (app.store.grouping), like the edge.
     """
 
+    _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
+        "integer": models.PayloadSchemaType.INTEGER,
+        "keyword": models.PayloadSchemaType.KEYWORD,
+        "float": models.PayloadSchemaType.FLOAT,
+    }
+
     def __init__(
         self,
         client: QdrantClient,
@@ -135,26 +60,15 @@ class QdrantClientStore:
         local: bool,
         native_groups: bool | None = None,
     ) -> None:
-        self._client = client
-        self._collection = collection
-        self._local = local
-        # RLock: a scroll or grouped search makes nested calls through `_call`.
-        self._guard: contextlib.AbstractContextManager[Any] = (
-            threading.RLock() if local else contextlib.nullcontext()
+        # RLock for local mode: a scroll or grouped search makes nested calls through `_call`.
+        super().__init__(
+            backend="qdrant-local" if local else "qdrant-remote",
+            collection=collection,
+            guard=threading.RLock() if local else None,
         )
-        self._backend = "qdrant-local" if local else "qdrant-remote"
+        self._client = client
+        self._local = local
         self._native_groups = not local if native_groups is None else native_groups
-
-    def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            with self._guard:
-                return fn(*args, **kwargs)
-        except StoreError:
-            raise
-        except Exception as e:  # qdrant-client raises ValueError/KeyError/HTTP errors alike
-            raise StoreError(
-                f"{what} failed: {e}", backend=self._backend, collection=self._collection
-            ) from e
 
     # --- schema -------------------------------------------------------------------
     def ensure_collection(self, dim: int) -> None:
@@ -190,45 +104,33 @@ class QdrantClientStore:
             )
         if self._local:
             return  # local mode ignores payload indexes (and warns on each one)
-        for field_name, schema in INDEXED_FIELDS.items():
+        for field_name, schema in self._index_schemas().items():
             # Idempotent on the server; also repairs a collection made without indexes.
             self._call(
                 "create_payload_index",
                 client.create_payload_index,
                 name,
                 field_name,
-                field_schema=_SCHEMAS[schema],
+                field_schema=schema,
                 wait=True,
             )
 
     # --- writes ---------------------------------------------------------------------
     def upsert(self, points: Sequence[ChunkPoint]) -> None:
-        for start in range(0, len(points), _UPSERT_BATCH):
-            batch = [_point(p, self._backend) for p in points[start : start + _UPSERT_BATCH]]
+        for batch in self._point_batches(points):
             self._call("upsert", self._client.upsert, self._collection, batch, wait=True)
 
-    def _ids(self, ids: Sequence[str]) -> list[models.ExtendedPointId]:
-        return [normalize_id(i, backend=self._backend) for i in ids]
+    def _delete(self, what: str, selector: models.PointsSelector) -> None:
+        self._call(what, self._client.delete, self._collection, points_selector=selector, wait=True)
 
     def delete(self, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        selector = models.PointIdsList(points=self._ids(ids))
-        self._call(
-            "delete", self._client.delete, self._collection, points_selector=selector, wait=True
-        )
+        if ids:
+            self._delete("delete", models.PointIdsList(points=self._ids(ids)))
 
     def delete_products(self, product_ids: Sequence[int]) -> None:
-        if not product_ids:
-            return
-        selector = models.FilterSelector(filter=_product_filter(product_ids))
-        self._call(
-            "delete_products",
-            self._client.delete,
-            self._collection,
-            points_selector=selector,
-            wait=True,
-        )
+        if product_ids:
+            selector = models.FilterSelector(filter=self._product_filter(product_ids))
+            self._delete("delete_products", selector)
 
     def set_payloads(self, updates: Sequence[PayloadUpdate]) -> None:
         ops: list[models.UpdateOperation] = [
@@ -243,172 +145,101 @@ class QdrantClientStore:
                 "set_payload", self._client.batch_update_points, self._collection, ops, wait=True
             )
 
-    # --- reads ---------------------------------------------------------------------
-    def _scroll(
-        self, flt: models.Filter | None, batch: int, fields: Sequence[str] | None = None
-    ) -> Iterator[StoredChunk]:
-        offset: models.ExtendedPointId | None = None
-        payload: bool | list[str] = True if fields is None else list(fields)
-        while True:
-            records, offset = self._call(
-                "scroll",
-                self._client.scroll,
-                self._collection,
-                scroll_filter=flt,
-                limit=batch,
-                offset=offset,
-                with_payload=payload,
-                with_vectors=False,
-            )
-            for record in records:
-                yield stored_chunk(record.id, record.payload)
-            if offset is None:
-                return
-
-    def chunks_for_products(self, product_ids: Sequence[int]) -> list[StoredChunk]:
-        if not product_ids:
-            return []
-        return list(self._scroll(_product_filter(product_ids), 2048))
-
-    def iter_chunks(
-        self, batch: int = 2048, fields: Sequence[str] | None = None
-    ) -> Iterator[StoredChunk]:
-        return self._scroll(None, batch, fields)
-
     def count(self) -> int:
         return int(self._call("count", self._client.count, self._collection, exact=True).count)
 
-    def chunk_ids_without_sparse(self) -> list[str]:
-        missing = models.Filter(must_not=[models.HasVectorCondition(has_vector=SPARSE_VECTOR)])
-        return [c.id for c in self._scroll(missing, 2048, fields=[GROUP_FIELD])]
+    # --- engine types -----------------------------------------------------------------
+    def _match(self, key: str, value: Any) -> models.FieldCondition:
+        return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
-    def search_products(
-        self,
-        vector: VectorLike | None,
-        *,
-        limit: int,
-        chunks_per_product: int,
-        score_threshold: float | None = None,
-        flt: SearchFilter | None = None,
-        sparse: SparseVec | None = None,
-        fusion: FusionSpec | None = None,
-    ) -> list[ProductHit]:
-        dense = as_float_list(vector) if vector is not None else None
-        lexical = (
-            models.SparseVector(indices=sparse.indices, values=sparse.values) if sparse else None
+    def _match_any(self, key: str, values: list[int]) -> models.FieldCondition:
+        return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+
+    def _range(self, key: str, gte: float | None, lte: float | None) -> models.FieldCondition:
+        return models.FieldCondition(key=key, range=models.Range(gte=gte, lte=lte))
+
+    def _has_vector(self, name: str) -> models.HasVectorCondition:
+        return models.HasVectorCondition(has_vector=name)
+
+    def _filter(self, must: list[Any], must_not: list[Any]) -> models.Filter:
+        return models.Filter(must=must or None, must_not=must_not or None)
+
+    def _sparse_vector(self, v: SparseVec) -> models.SparseVector:
+        return models.SparseVector(indices=v.indices, values=v.values)
+
+    def _make_point(self, point_id: str, vectors: dict[str, Any], payload: dict[str, Any]) -> Any:
+        return models.PointStruct(id=point_id, vector=vectors, payload=payload)
+
+    def _dense_query(self, vector: list[float]) -> Any:
+        return vector
+
+    def _sparse_query(self, sparse: SparseVec) -> Any:
+        return self._sparse_vector(sparse)
+
+    def _fusion(self, spec: FusionSpec) -> models.Query:
+        if spec.method == "dbsf":
+            return models.FusionQuery(fusion=models.Fusion.DBSF)
+        return models.RrfQuery(rrf=models.Rrf(k=spec.rrf_k, weights=spec.weights))
+
+    def _recommend(self, positives: list[Any]) -> Any:
+        strategy = models.RecommendStrategy.BEST_SCORE
+        return models.RecommendQuery(
+            recommend=models.RecommendInput(positive=positives, strategy=strategy)
         )
-        spec = fusion or FusionSpec()
-        query_filter = build_filter(flt)
 
-        def request(n: int, f: models.Filter | None) -> models.QueryRequest:
-            if dense is not None and lexical is not None:
-                depth = prefetch_limit(n)
-                # The filter goes into each branch: a branch without it would fill the
-                # fusion with products the shopper excluded.
-                return models.QueryRequest(
-                    prefetch=[
-                        models.Prefetch(
-                            query=dense, filter=f, limit=depth, score_threshold=score_threshold
-                        ),
-                        models.Prefetch(query=lexical, using=SPARSE_VECTOR, filter=f, limit=depth),
-                    ],
-                    query=_fusion(spec),
-                    filter=f,
-                    limit=n,
-                    with_payload=True,
-                )
-            if dense is not None:
-                return models.QueryRequest(
-                    query=dense,
-                    filter=f,
-                    limit=n,
-                    score_threshold=score_threshold,
-                    with_payload=True,
-                )
-            if lexical is None:
-                raise ValueError("search_products needs a dense or a sparse query vector")
-            return models.QueryRequest(
-                query=lexical, using=SPARSE_VECTOR, filter=f, limit=n, with_payload=True
-            )
+    def _prefetch(self, branch: Branch, flt: Any, depth: int) -> models.Prefetch:
+        return models.Prefetch(
+            query=branch.query,
+            using=SPARSE_VECTOR if branch.sparse else None,
+            filter=flt,
+            limit=depth,
+            score_threshold=branch.score_threshold,
+        )
 
-        return self._grouped(request, query_filter, limit, chunks_per_product)
+    def _request(
+        self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None
+    ) -> models.QueryRequest:
+        return models.QueryRequest(
+            prefetch=prefetch,
+            query=branch.query,
+            using=SPARSE_VECTOR if branch.sparse else None,
+            filter=flt,
+            limit=n,
+            score_threshold=branch.score_threshold,
+            with_payload=True,
+        )
 
-    def similar_products(
-        self,
-        product_id: int,
-        *,
-        limit: int,
-        chunks_per_product: int,
-        flt: SearchFilter | None = None,
-    ) -> list[ProductHit] | None:
-        own = self._call(
+    # --- engine calls -----------------------------------------------------------------
+    def _scroll_page(
+        self, flt: Any, limit: int, offset: Any, *, payload: bool | list[str], vector: bool
+    ) -> tuple[Any, Any]:
+        records, next_offset = self._call(
             "scroll",
             self._client.scroll,
             self._collection,
-            scroll_filter=_product_filter([product_id]),
-            limit=64,
-            with_payload=False,
-            with_vectors=[""],
-        )[0]
-        # Asking for the default vector alone returns it bare (a list), not by name.
-        positives: list[Any] = [r.vector for r in own if isinstance(r.vector, list)]
-        if not positives:
-            return None
-        recommend = models.RecommendQuery(
-            recommend=models.RecommendInput(
-                positive=positives, strategy=models.RecommendStrategy.BEST_SCORE
-            )
+            scroll_filter=flt,
+            limit=limit,
+            offset=offset,
+            with_payload=payload,
+            with_vectors=[""] if vector else False,
         )
+        return records, next_offset
 
-        def request(n: int, f: models.Filter | None) -> models.QueryRequest:
-            return models.QueryRequest(query=recommend, filter=f, limit=n, with_payload=True)
+    def _query(self, request: Any) -> Any:
+        return self._query_batch([request])[0]
 
-        return self._grouped(
-            request, build_filter(flt, exclude=product_id), limit, chunks_per_product
+    def _query_batch(self, requests: list[Any]) -> Any:
+        responses = self._call(
+            "query_batch_points", self._client.query_batch_points, self._collection, requests
         )
+        return [r.points for r in responses]
 
-    def _grouped(
-        self,
-        request: Callable[[int, models.Filter | None], models.QueryRequest],
-        query_filter: models.Filter | None,
-        limit: int,
-        chunks_per_product: int,
-    ) -> list[ProductHit]:
-        if self._native_groups:
-            # Branch depth in chunks: a product brings up to chunks_per_product of them.
-            req = request(limit * chunks_per_product, query_filter)
-            return self._native_grouped(req, limit, chunks_per_product)
-
-        def hits(points: Sequence[models.ScoredPoint]) -> list[StoredChunkHit]:
-            return [
-                StoredChunkHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
-                for p in points
-            ]
-
-        def top(n: int) -> list[StoredChunkHit]:
-            responses = self._call(
-                "query_batch_points",
-                self._client.query_batch_points,
-                self._collection,
-                [request(n, query_filter)],
-            )
-            return hits(responses[0].points)
-
-        def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
-            requests = [
-                request(chunks_per_product, _with_product(query_filter, pid)) for pid in product_ids
-            ]
-            responses = self._call(
-                "query_batch_points", self._client.query_batch_points, self._collection, requests
-            )
-            return [hits(r.points) for r in responses]
-
-        return grouped_search(top, fill, limit=limit, chunks_per_product=chunks_per_product)
-
-    def _native_grouped(
-        self, req: models.QueryRequest, limit: int, chunks_per_product: int
-    ) -> list[ProductHit]:
-        # A server groups inside the engine: the same request, with group_by.
+    def _grouped(self, request: Request, limit: int, chunks_per_product: int) -> list[ProductHit]:
+        if not self._native_groups:
+            return super()._grouped(request, limit, chunks_per_product)
+        # A server groups inside the engine: the same request, with group_by. Branch
+        # depth in chunks: a product brings up to chunks_per_product of them.
+        req = request(limit * chunks_per_product, None)
         result = self._call(
             "query_points_groups",
             self._client.query_points_groups,
@@ -425,10 +256,7 @@ class QdrantClientStore:
         )
         hits: list[ProductHit] = []
         for group in result.groups:
-            chunks = [
-                StoredChunkHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
-                for p in group.hits
-            ]
+            chunks = [stored_hit(p) for p in group.hits]
             if chunks:
                 hits.append(
                     ProductHit(product_id=int(group.id), score=chunks[0].score, chunks=chunks)

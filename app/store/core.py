@@ -1,0 +1,303 @@
+"""The store core: everything both engines do the same way, written once.
+
+`StoreCore` owns the scroll loop, the batch sizes, id normalisation, error wrapping
+(`_call`), the filter built from a `SearchFilter`, the payload-index schema mapping, the
+hit -> record conversion and the query plans of `search_products` / `similar_products`.
+An engine subclass supplies only what differs: the engine's types (small constructor
+hooks) and its client calls (`_scroll_page`, `_query`, `_query_batch`), plus the writes,
+the schema check and where the sync checkpoint lives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, ParamSpec, TypeVar
+
+from app.store.base import (
+    GROUP_FIELD,
+    INDEXED_FIELDS,
+    ChunkPoint,
+    ProductHit,
+    SearchFilter,
+    StoredChunk,
+    StoredChunkHit,
+    StoreError,
+    VectorLike,
+    as_float_list,
+    normalize_id,
+    stored_chunk,
+)
+from app.store.grouping import grouped_search
+from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec, document_sparse, prefetch_limit
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+# One batch-size policy for both engines. Upserts: 512 points of 384-d dense + BM25 keep a
+# remote request well under the server's 32 MB body limit, and are as fast on the embedded
+# engine (one WAL op each). Scrolls: payload only, no vectors, so pages can be larger.
+UPSERT_BATCH = 512
+SCROLL_BATCH = 2048
+# How many of a product's own chunk vectors seed a "similar products" recommend query.
+SIMILAR_SEEDS = 64
+
+Request = Callable[[int, int | None], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """One engine query and how to run it: against the BM25 vector or the dense one, and
+    with a cosine floor (dense only)."""
+
+    query: Any
+    sparse: bool = False
+    score_threshold: float | None = None
+
+
+def stored_hit(point: Any) -> StoredChunkHit:
+    """A scored point of either engine (both have .id, .score, .payload) as a record."""
+    return StoredChunkHit(
+        id=str(point.id), score=float(point.score), payload=dict(point.payload or {})
+    )
+
+
+class StoreCore(ABC):
+    """The shared half of a `VectorStore`; see the module docstring for the split."""
+
+    # Engine schema type for each INDEXED_FIELDS kind ("integer", "keyword", "float").
+    _SCHEMA_TYPES: ClassVar[dict[str, Any]]
+
+    def __init__(
+        self,
+        *,
+        backend: str,
+        collection: str,
+        guard: contextlib.AbstractContextManager[Any] | None = None,
+    ) -> None:
+        self._backend = backend
+        self._collection = collection
+        self._guard: contextlib.AbstractContextManager[Any] = guard or contextlib.nullcontext()
+
+    # --- errors -------------------------------------------------------------------
+    def _store_error(self, message: str) -> StoreError:
+        return StoreError(message, backend=self._backend, collection=self._collection)
+
+    def _error(self, message: str, cause: Exception) -> StoreError:
+        """The StoreError for a raw engine/client failure; engines refine the class."""
+        return self._store_error(f"{message}: {cause}")
+
+    def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            with self._guard:
+                return fn(*args, **kwargs)
+        except StoreError:
+            raise
+        except Exception as e:  # engines raise bare Exception, ValueError, HTTP errors alike
+            raise self._error(f"{what} failed", e) from e
+
+    # --- ids, points, schema ------------------------------------------------------------
+    def _ids(self, ids: Sequence[str]) -> list[Any]:
+        return [normalize_id(i, backend=self._backend) for i in ids]
+
+    def _point_batches(self, points: Sequence[ChunkPoint]) -> Iterator[list[Any]]:
+        """Engine points, UPSERT_BATCH at a time (built lazily, batch by batch)."""
+        for start in range(0, len(points), UPSERT_BATCH):
+            yield [self._point(p) for p in points[start : start + UPSERT_BATCH]]
+
+    def _point(self, p: ChunkPoint) -> Any:
+        # Dense and BM25 in one point, so one upsert writes both: the sparse side never lags.
+        vectors: dict[str, Any] = {
+            "": as_float_list(p.vector),
+            SPARSE_VECTOR: self._sparse_vector(document_sparse(str(p.payload.get("text", "")))),
+        }
+        return self._make_point(normalize_id(p.id, backend=self._backend), vectors, p.payload)
+
+    def _index_schemas(self, fields: Sequence[str] = tuple(INDEXED_FIELDS)) -> dict[str, Any]:
+        """Engine schema type of each payload field to index."""
+        return {f: self._SCHEMA_TYPES[INDEXED_FIELDS[f]] for f in fields}
+
+    # --- filters --------------------------------------------------------------------
+    def _build_filter(
+        self, flt: SearchFilter | None, *, product_id: int | None = None, exclude: int | None = None
+    ) -> Any:
+        must: list[Any] = []
+        must_not: list[Any] = []
+        if flt is not None and flt.category is not None:
+            must.append(self._match("category", flt.category))
+        if flt is not None and (flt.min_price is not None or flt.max_price is not None):
+            must.append(self._range("price", flt.min_price, flt.max_price))
+        if product_id is not None:
+            must.append(self._match(GROUP_FIELD, product_id))
+        if exclude is not None:
+            must_not.append(self._match(GROUP_FIELD, exclude))
+        return self._filter(must, must_not) if must or must_not else None
+
+    def _product_filter(self, product_ids: Sequence[int]) -> Any:
+        return self._filter([self._match_any(GROUP_FIELD, [int(p) for p in product_ids])], [])
+
+    # --- reads ---------------------------------------------------------------------
+    def _scroll(
+        self, flt: Any, batch: int, fields: Sequence[str] | None = None
+    ) -> Iterator[StoredChunk]:
+        offset: Any = None
+        payload: bool | list[str] = True if fields is None else list(fields)
+        while True:
+            records, offset = self._scroll_page(flt, batch, offset, payload=payload, vector=False)
+            for record in records:
+                yield stored_chunk(record.id, record.payload)
+            if offset is None:
+                return
+
+    def chunks_for_products(self, product_ids: Sequence[int]) -> list[StoredChunk]:
+        if not product_ids:
+            return []
+        return list(self._scroll(self._product_filter(product_ids), SCROLL_BATCH))
+
+    def iter_chunks(
+        self, batch: int = SCROLL_BATCH, fields: Sequence[str] | None = None
+    ) -> Iterator[StoredChunk]:
+        return self._scroll(None, batch, fields)
+
+    def chunk_ids_without_sparse(self) -> list[str]:
+        missing = self._filter([], [self._has_vector(SPARSE_VECTOR)])
+        return [c.id for c in self._scroll(missing, SCROLL_BATCH, fields=[GROUP_FIELD])]
+
+    # --- search --------------------------------------------------------------------
+    def search_products(
+        self,
+        vector: VectorLike | None,
+        *,
+        score_threshold: float | None = None,
+        flt: SearchFilter | None = None,
+        sparse: SparseVec | None = None,
+        fusion: FusionSpec | None = None,
+        limit: int,
+        chunks_per_product: int,
+    ) -> list[ProductHit]:
+        """See `VectorStore.search_products`. One plan for both engines: dense and sparse
+        branches fused inside the engine, or one of them alone; the filter in every branch,
+        the cosine threshold on the dense one only."""
+        dense = lexical = None
+        if vector is not None:
+            dense = Branch(
+                self._dense_query(as_float_list(vector)), score_threshold=score_threshold
+            )
+        if sparse:
+            lexical = Branch(self._sparse_query(sparse), sparse=True)
+        spec = fusion or FusionSpec()
+
+        def request(n: int, product_id: int | None = None) -> Any:
+            f = self._build_filter(flt, product_id=product_id)
+            if dense is not None and lexical is not None:
+                depth = prefetch_limit(n)
+                # The filter goes into each branch: a branch without it would fill the
+                # fusion with products the shopper excluded.
+                branches = [self._prefetch(dense, f, depth), self._prefetch(lexical, f, depth)]
+                return self._request(n, Branch(self._fusion(spec)), f, prefetch=branches)
+            if dense is not None:
+                return self._request(n, dense, f)
+            if lexical is None:
+                raise ValueError("search_products needs a dense or a sparse query vector")
+            return self._request(n, lexical, f)
+
+        return self._grouped(request, limit, chunks_per_product)
+
+    def similar_products(
+        self,
+        product_id: int,
+        *,
+        flt: SearchFilter | None = None,
+        limit: int,
+        chunks_per_product: int,
+    ) -> list[ProductHit] | None:
+        """See `VectorStore.similar_products`: up to SIMILAR_SEEDS of the product's own
+        chunk vectors seed one recommend query; the product itself is filtered out."""
+        own = self._product_filter([product_id])
+        records, _ = self._scroll_page(own, SIMILAR_SEEDS, None, payload=False, vector=True)
+        # Asking for the default vector alone returns it bare (a list), not by name.
+        positives: list[Any] = [r.vector for r in records if isinstance(r.vector, list)]
+        if not positives:
+            return None
+        recommend = Branch(self._recommend(positives))
+
+        def request(n: int, other: int | None = None) -> Any:
+            f = self._build_filter(flt, product_id=other, exclude=product_id)
+            return self._request(n, recommend, f)
+
+        return self._grouped(request, limit, chunks_per_product)
+
+    def _grouped(self, request: Request, limit: int, chunks_per_product: int) -> list[ProductHit]:
+        """Over-fetch chunks and group them by product (app.store.grouping)."""
+
+        def top(n: int) -> list[StoredChunkHit]:
+            return [stored_hit(p) for p in self._query(request(n, None))]
+
+        def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
+            # One batch: the engine plans the small per-product searches together.
+            requests = [request(chunks_per_product, p) for p in product_ids]
+            return [[stored_hit(p) for p in points] for points in self._query_batch(requests)]
+
+        return grouped_search(top, fill, limit=limit, chunks_per_product=chunks_per_product)
+
+    # --- engine hooks: types ------------------------------------------------------------
+    @abstractmethod
+    def _match(self, key: str, value: Any) -> Any: ...
+
+    @abstractmethod
+    def _match_any(self, key: str, values: list[int]) -> Any: ...
+
+    @abstractmethod
+    def _range(self, key: str, gte: float | None, lte: float | None) -> Any: ...
+
+    @abstractmethod
+    def _has_vector(self, name: str) -> Any: ...
+
+    @abstractmethod
+    def _filter(self, must: list[Any], must_not: list[Any]) -> Any: ...
+
+    @abstractmethod
+    def _sparse_vector(self, v: SparseVec) -> Any: ...
+
+    @abstractmethod
+    def _make_point(
+        self, point_id: str, vectors: dict[str, Any], payload: dict[str, Any]
+    ) -> Any: ...
+
+    @abstractmethod
+    def _dense_query(self, vector: list[float]) -> Any: ...
+
+    @abstractmethod
+    def _sparse_query(self, sparse: SparseVec) -> Any: ...
+
+    @abstractmethod
+    def _fusion(self, spec: FusionSpec) -> Any: ...
+
+    @abstractmethod
+    def _recommend(self, positives: list[Any]) -> Any:
+        """A recommend query, best-score strategy, from the seed vectors."""
+
+    @abstractmethod
+    def _prefetch(self, branch: Branch, flt: Any, depth: int) -> Any:
+        """A prefetch (one branch of a fused query), `depth` candidates deep."""
+
+    @abstractmethod
+    def _request(self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None) -> Any:
+        """A query request for `n` points with their payload."""
+
+    # --- engine hooks: calls ------------------------------------------------------------
+    @abstractmethod
+    def _scroll_page(
+        self, flt: Any, limit: int, offset: Any, *, payload: bool | list[str], vector: bool
+    ) -> tuple[Sequence[Any], Any]:
+        """One scroll call: (records, next offset or None); `vector` asks for the dense one."""
+
+    @abstractmethod
+    def _query(self, request: Any) -> Sequence[Any]:
+        """Run one request; its scored points."""
+
+    @abstractmethod
+    def _query_batch(self, requests: list[Any]) -> list[Sequence[Any]]:
+        """Run requests in one batch; the scored points of each."""
