@@ -54,6 +54,8 @@ def test_in_memory_stores_need_no_lock() -> None:
     assert SyncLock.for_settings(other) is not None
 
 
+# slow: a fresh interpreter imports the whole app (~25 s on a shared machine).
+@pytest.mark.slow
 def test_sync_cli_exits_with_a_clear_message_while_another_syncer_runs(tmp_path: Path) -> None:
     settings = Settings(qdrant_path=str(tmp_path / "q"), sync_lock_dir=str(tmp_path))
     lock = SyncLock.for_settings(settings)
