@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _INSTANT = re.compile(r"^(\d+)_(\d+)\.(commit|deltacommit|replacecommit)$")
 
 
