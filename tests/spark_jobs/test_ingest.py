@@ -217,7 +217,8 @@ def test_landing_folder_is_ingested_exactly_once_across_kill9(
     assert counts is not None and (counts["n"], counts["ids"]) == (24, 24)
     ids = [r["id"] for r in spark.sql("SELECT id FROM landed ORDER BY id").collect()]
     assert ids == [1, 2, 3, 5, 6, *range(8, 27)]
-    names = dict(spark.sql("SELECT id, name FROM landed WHERE id IN (2, 5)").collect())
+    rows = spark.sql("SELECT id, name FROM landed WHERE id IN (2, 5)").collect()
+    names = {r["id"]: r["name"] for r in rows}
     assert names == {2: "Barista Pro Espresso Machine", 5: "Cast Iron Skillet"}
 
     # No file twice: each landed file is in exactly one batch of the source log.

@@ -221,7 +221,8 @@ def test_adding_a_column_is_one_edit() -> None:
     @dataclass(frozen=True, slots=True)
     class WithColour(Product):
         colour: str | None = dataclasses.field(
-            metadata={"column": ColumnSpec("STRING", "text", aliases=("color",), payload=True)}
+            default=None,
+            metadata={"column": ColumnSpec("STRING", "text", aliases=("color",), payload=True)},
         )
 
     schema = spark_schema(WithColour)

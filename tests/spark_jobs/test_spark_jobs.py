@@ -79,7 +79,9 @@ def commit_count(path: Path) -> int:
     return len(timeline.get_completed_commits()) + len(timeline.get_completed_deltacommits())
 
 
-def product(pid: int, ts: int, name: str, price: float | None = 10.0, **extra: Any) -> dict:
+def product(
+    pid: int, ts: int, name: str, price: float | str | None = 10.0, **extra: Any
+) -> dict[str, Any]:
     row = {"id": pid, "ts": ts, "name": name, "description": f"{name} description.", **extra}
     row.setdefault("category", "kitchen")
     row.setdefault("brand", "Casa Fiore")
