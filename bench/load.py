@@ -53,7 +53,7 @@ def serve_llm(port: int, delay: float, mode: str) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    state = {"mode": mode, "delay": delay}
+    state: dict[str, str | float] = {"mode": mode, "delay": delay}
 
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()

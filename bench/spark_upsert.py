@@ -124,7 +124,9 @@ def main() -> int:
 
     print(f"machine {platform.machine()} {platform.system()}, {os.cpu_count()} cores")
     spark = get_spark(app_name="bench-spark-upsert")
-    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    jvm = spark._jvm
+    assert jvm is not None, "no JVM behind the SparkSession"
+    jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
     with tempfile.TemporaryDirectory(prefix="bench-upsert-") as tmp:
         # Both paths once, small, so the JIT does not favour whichever runs second.
         warm = str(Path(tmp) / "warm.jsonl")

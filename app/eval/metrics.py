@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 def dcg(grades: Sequence[float]) -> float:
     """Discounted cumulative gain with exponential gain: sum (2^g - 1) / log2(rank + 1)."""
-    return sum((2.0**g - 1.0) / math.log2(rank + 2) for rank, g in enumerate(grades))
+    return float(sum((2.0**g - 1.0) / math.log2(rank + 2) for rank, g in enumerate(grades)))
 
 
 def ndcg_at_k(ranking: Sequence[int], judged: Mapping[int, float], k: int = 10) -> float:

@@ -23,7 +23,7 @@ class Backoff:
 
     def failure(self) -> float:
         self.failures += 1
-        return min(self.interval * 2 ** (self.failures - 1), self.cap)
+        return float(min(self.interval * 2 ** (self.failures - 1), self.cap))
 
 
 def describe(error: BaseException) -> str:

@@ -185,7 +185,7 @@ def test_generator_is_deterministic_varied_and_valid(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_demo_files_are_valid_where_they_should_be(spark: SparkSession) -> None:
-    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
     lines = (demo / "products.jsonl").read_text().splitlines()
     products = [json.loads(x) for x in lines]
     assert len(products) >= 300 and len({p["id"] for p in products}) == len(products)
@@ -221,7 +221,8 @@ def test_adding_a_column_is_one_edit() -> None:
     @dataclass(frozen=True, slots=True)
     class WithColour(Product):
         colour: str | None = dataclasses.field(
-            metadata={"column": ColumnSpec("STRING", "text", aliases=("color",), payload=True)}
+            default=None,
+            metadata={"column": ColumnSpec("STRING", "text", aliases=("color",), payload=True)},
         )
 
     schema = spark_schema(WithColour)

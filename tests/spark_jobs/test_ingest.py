@@ -38,9 +38,9 @@ from spark_jobs.generate_products import generate
 from spark_jobs.ingest import IngestConfig, run_ingest
 from spark_jobs.session import configure_s3a
 from spark_jobs.upsert_products import upsert_files
+from tests.e2e.test_s3 import LocalS3
+from tests.e2e.test_s3 import local_s3 as local_s3
 from tests.synctools import make_harness, product
-from tests.test_s3 import LocalS3
-from tests.test_s3 import local_s3 as local_s3
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CATALOG = {
     1: ("AquaBeat Swim Headset", "Waterproof bone-conduction headphones for lap swimming."),
@@ -217,7 +217,8 @@ def test_landing_folder_is_ingested_exactly_once_across_kill9(
     assert counts is not None and (counts["n"], counts["ids"]) == (24, 24)
     ids = [r["id"] for r in spark.sql("SELECT id FROM landed ORDER BY id").collect()]
     assert ids == [1, 2, 3, 5, 6, *range(8, 27)]
-    names = dict(spark.sql("SELECT id, name FROM landed WHERE id IN (2, 5)").collect())
+    rows = spark.sql("SELECT id, name FROM landed WHERE id IN (2, 5)").collect()
+    names = {r["id"]: r["name"] for r in rows}
     assert names == {2: "Barista Pro Espresso Machine", 5: "Cast Iron Skillet"}
 
     # No file twice: each landed file is in exactly one batch of the source log.

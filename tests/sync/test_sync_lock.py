@@ -36,7 +36,7 @@ def test_second_holder_is_refused_with_the_first_ones_pid(tmp_path: Path) -> Non
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -54,6 +54,8 @@ def test_in_memory_stores_need_no_lock() -> None:
     assert SyncLock.for_settings(other) is not None
 
 
+# slow: a fresh interpreter imports the whole app (~25 s on a shared machine).
+@pytest.mark.slow
 def test_sync_cli_exits_with_a_clear_message_while_another_syncer_runs(tmp_path: Path) -> None:
     settings = Settings(qdrant_path=str(tmp_path / "q"), sync_lock_dir=str(tmp_path))
     lock = SyncLock.for_settings(settings)
@@ -72,7 +74,7 @@ def test_sync_cli_exits_with_a_clear_message_while_another_syncer_runs(tmp_path:
             capture_output=True,
             text=True,
             timeout=300,
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=Path(__file__).resolve().parents[2],
         )
     assert run.returncode == 3, run.stderr
     assert "another sync process" in run.stderr and "not syncing" in run.stderr

@@ -24,7 +24,7 @@ from tests.synctools import Harness, long_text, make_harness, product
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMITS, PER_COMMIT = 12, 10
 ALL_IDS = set(range(1, COMMITS * PER_COMMIT + 1))
 

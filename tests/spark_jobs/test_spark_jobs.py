@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _INSTANT = re.compile(r"^(\d+)_(\d+)\.(commit|deltacommit|replacecommit)$")
 
 
@@ -79,7 +79,9 @@ def commit_count(path: Path) -> int:
     return len(timeline.get_completed_commits()) + len(timeline.get_completed_deltacommits())
 
 
-def product(pid: int, ts: int, name: str, price: float | None = 10.0, **extra: Any) -> dict:
+def product(
+    pid: int, ts: int, name: str, price: float | str | None = 10.0, **extra: Any
+) -> dict[str, Any]:
     row = {"id": pid, "ts": ts, "name": name, "description": f"{name} description.", **extra}
     row.setdefault("category", "kitchen")
     row.setdefault("brand", "Casa Fiore")

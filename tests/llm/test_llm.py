@@ -26,6 +26,7 @@ from app.llm.breaker import CircuitBreaker
 from app.llm.extractive import NO_MATCH_MESSAGE, extractive_recommendation
 from app.llm.grounding import referenced_ids
 from app.llm.prompt import SYSTEM_PROMPT
+from app.llm.types import DegradedReason
 from tests.openai_stub import Answer, Echo, Fail, Hang, OpenAIStub, Slow
 
 TIMEOUT = 1.0
@@ -194,7 +195,7 @@ def test_seller_text_cannot_close_the_data_block(openai_stub: OpenAIStub) -> Non
     ids=["429", "500"],
 )
 def test_llm_errors_fall_back_after_one_retry(
-    openai_stub: OpenAIStub, failure: Fail, outcome: str
+    openai_stub: OpenAIStub, failure: Fail, outcome: DegradedReason
 ) -> None:
     openai_stub.respond(failure)
     before = outcome_count(outcome)
@@ -416,7 +417,8 @@ def test_hung_llm_opens_the_breaker_then_answers_at_once_and_recovers(
             for _ in range(2):  # each waits out the 0.5 s deadline
                 result, elapsed = await timed()
                 assert (result.reason, elapsed >= 0.5) == ("timeout", True)
-            assert breaker.state == "open" and len(openai_stub.requests) == 2
+            # A tuple, so mypy does not narrow breaker.state to "open" for the loop below.
+            assert (breaker.state, len(openai_stub.requests)) == ("open", 2)
             for _ in range(5):
                 result, elapsed = await timed()
                 assert (result.degraded, result.reason) == (True, "breaker_open")

@@ -58,6 +58,8 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray((a * b).sum(axis=1))
 
 
+# slow: embeds every demo chunk with two encoders (~15 s).
+@pytest.mark.slow
 def test_int8_vectors_match_sentence_transformers(
     int8_embedder: Embedder, torch_embedder: Embedder, chunk_texts: list[str]
 ) -> None:
@@ -74,6 +76,8 @@ def test_int8_vectors_match_sentence_transformers(
     np.testing.assert_allclose(norms, 1.0, atol=1e-5)
 
 
+# slow: exports and runs the fp32 ONNX model over every demo chunk (~25 s).
+@pytest.mark.slow
 def test_fp32_onnx_vectors_equal_sentence_transformers(
     models_dir: str, torch_embedder: Embedder, chunk_texts: list[str]
 ) -> None:

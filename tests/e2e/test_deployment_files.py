@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.core.config import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_env_example_documents_every_setting() -> None:

@@ -40,6 +40,7 @@ def test_condensed_ndcg_drops_unjudged_products_before_scoring() -> None:
     assert condensed_ndcg_at_k([9, 1, 8, 2], judged) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_eval_on_the_demo_set_hybrid_is_no_worse_than_dense(
     capsys: pytest.CaptureFixture[str], embedder: object, tmp_path: Path
 ) -> None:

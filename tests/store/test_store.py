@@ -291,7 +291,7 @@ def test_edge_acknowledged_writes_survive_a_killed_process(tmp_path: Path) -> No
         import os, numpy as np
         from app.store import PayloadUpdate
         from app.store.edge_store import EdgeStore
-        from tests.test_store import make_points
+        from tests.store.test_store import make_points
         store = EdgeStore({str(path)!r})
         store.ensure_collection({DIM})
         points = make_points()
@@ -301,7 +301,7 @@ def test_edge_acknowledged_writes_survive_a_killed_process(tmp_path: Path) -> No
         os._exit(0)
         """
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", script], check=True, cwd=root, timeout=120)
     store = EdgeStore(path)
     try:

@@ -120,7 +120,7 @@ def test_cli_loop_logs_backs_off_and_recovers(
             raise KeyboardInterrupt
         return flaky(settings)
 
-    h.engine._open_table = open_table  # type: ignore[method-assign]
+    h.engine._open_table = open_table
     started = time.monotonic()
     with caplog.at_level(logging.ERROR, logger="app.sync"):
         assert sync_cli._loop(h.engine, interval=0.2) == 0
@@ -138,7 +138,7 @@ def test_api_runner_logs_backs_off_and_recovers(
     table: str, embedder: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     h = make_harness(table, embedder)
-    h.engine._open_table = FlakyTable(failures=1)  # type: ignore[method-assign]
+    h.engine._open_table = FlakyTable(failures=1)
 
     async def serve() -> None:
         runner = SyncRunner(h.engine, interval=0.2)
