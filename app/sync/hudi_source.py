@@ -1,6 +1,6 @@
 """The products table as the sync sees it in one cycle, read natively with hudi-rs.
 
-hudi 0.5.0 facts this module is built around (see DESIGN.md, "Facts verified"):
+hudi 0.5.0 facts this module is built around (each also in README.md, Troubleshooting):
 - incremental windows `(start, end]` select commits by *completion* time, while
   `HudiInstant.timestamp` is the *requested* time. Completion times only appear in the
   timeline file names `.hoodie/timeline/<requested>_<completed>.<action>`;
