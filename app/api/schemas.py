@@ -7,10 +7,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.api.text import SafeText
-from app.llm.types import DegradedReason, GeneratorName, RetrievedProduct
+from app.llm.types import DegradedReason, GeneratorName
 from app.query import AppliedFilter, ConstraintField
 from app.query.plan import FilterSource
 from app.query.types import ParserName
+from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
 

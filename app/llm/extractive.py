@@ -10,7 +10,8 @@ import re
 from collections.abc import Sequence
 
 from app.llm.grounding import unknown_references
-from app.llm.types import DegradedReason, Recommendation, RetrievedProduct
+from app.llm.types import DegradedReason, Recommendation
+from app.retrieval.types import RetrievedProduct
 
 MAX_ALTERNATIVES = 3
 MAX_REASON_CHARS = 220

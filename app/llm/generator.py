@@ -9,7 +9,8 @@ from app.core.config import Settings
 from app.llm.breaker import CircuitBreaker
 from app.llm.extractive import ExtractiveGenerator
 from app.llm.openai_generator import OpenAIGenerator
-from app.llm.types import Recommendation, RetrievedProduct
+from app.llm.types import Recommendation
+from app.retrieval.types import RetrievedProduct
 
 
 class Generator(Protocol):

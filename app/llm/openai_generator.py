@@ -28,7 +28,8 @@ from app.llm.extractive import extractive_recommendation
 from app.llm.grounding import cited_ids, unknown_references
 from app.llm.metrics import LLMOutcome, SkipReason, record_llm_outcome, record_llm_skipped
 from app.llm.prompt import build_messages
-from app.llm.types import LLMFailure, Recommendation, RetrievedProduct
+from app.llm.types import LLMFailure, Recommendation
+from app.retrieval.types import RetrievedProduct
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from openai.types.chat import ChatCompletionMessageParam
 
-from app.llm.types import RetrievedProduct
+from app.retrieval.types import RetrievedProduct
 
 # Seller text could be long; the answer needs the gist, not whole manuals.
 MAX_EXCERPT_CHARS = 1000

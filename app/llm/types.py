@@ -1,8 +1,8 @@
-"""Records that cross the retrieval → generation → HTTP boundary."""
+"""The written answer and why it may be degraded (generation → HTTP)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 GeneratorName = Literal["openai", "extractive"]
@@ -20,23 +20,6 @@ LLMFailure = Literal[
 # Why an answer is extractive although an LLM is configured: a failed call, or no call at
 # all because the circuit breaker is open or the cap on in-flight calls is reached.
 DegradedReason = Literal[LLMFailure, "breaker_open", "at_capacity"]
-
-
-@dataclass(frozen=True, slots=True)
-class RetrievedProduct:
-    """One distinct product the retrieval returned, best first.
-
-    `matched_content` holds its best matching chunks, best first. Every text field is
-    seller-written and untrusted.
-    """
-
-    id: int
-    name: str
-    category: str | None
-    brand: str | None
-    price: float | None
-    score: float
-    matched_content: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from app.llm.types import RetrievedProduct
 from app.query.plan import FilterPlan
 from app.retrieval import Retriever
+from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
 logger = logging.getLogger(__name__)

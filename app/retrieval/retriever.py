@@ -15,7 +15,7 @@ from typing import Protocol
 
 from app.core.config import Settings
 from app.embedding.model import Vectors
-from app.llm.types import RetrievedProduct
+from app.retrieval.types import RetrievedProduct
 from app.store.base import ProductHit, SearchFilter, VectorStore
 from app.store.hybrid import FusionSpec, RetrievalMode, query_sparse
 

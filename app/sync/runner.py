@@ -5,15 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from dataclasses import asdict
-from typing import Any
 
 from app.store import StoreError
 from app.sync.backoff import Backoff, describe
 from app.sync.engine import CycleCancelledError, CycleInProgressError, SyncEngine
 from app.sync.lock import SyncBusyError
-from app.sync.state import CycleReport, instant_seconds_between
+from app.sync.state import CycleReport
 
 logger = logging.getLogger(__name__)
 
@@ -92,32 +89,3 @@ class SyncRunner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             self._wake.clear()
-
-
-def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, Any]:
-    """The body of GET /sync/status."""
-    t = engine.totals
-    return {
-        "mode": "embedded" if running_in_process else "off",
-        # Off: another process syncs, and its checkpoint in the store is the fact to trust.
-        "ready": (t.last_success_at if running_in_process else t.checkpoint) is not None,
-        "running": engine.running,
-        "checkpoint": t.checkpoint,
-        "table_latest_commit": t.table_latest,
-        "lag_seconds": instant_seconds_between(t.checkpoint, t.table_latest),
-        "last_success_at": t.last_success_at,
-        "seconds_since_success": (time.time() - t.last_success_at) if t.last_success_at else None,
-        "last_error": t.last_error,
-        "counts": {
-            "chunks": engine.store.count(),
-            "cycles": t.cycles,
-            "failures": t.failures,
-            "embedded": t.embedded,
-            "skipped_unchanged": t.skipped,
-            "deleted": t.deleted,
-            "payload_updates": t.payload_updates,
-            "full_reconciliations": t.full_reconciliations,
-            "key_reconciliations": t.key_reconciliations,
-        },
-        "last_cycle": asdict(t.last_report) if t.last_report else None,
-    }

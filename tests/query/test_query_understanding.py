@@ -9,9 +9,9 @@ import pytest
 
 from app.eval.constraints import DEFAULT_CONSTRAINTS, heard, load_constraint_cases
 from app.eval.data import DEFAULT_PRODUCTS, load_products
-from app.llm.types import RetrievedProduct
 from app.query import OfflineQueryParser, plan_filters
 from app.query.search import log_outside, log_price, nudge_by_cost
+from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
 CATEGORIES = frozenset(p.category for p in load_products(DEFAULT_PRODUCTS) if p.category)
