@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from app.core.errors import TerminalError
 
-class JobError(Exception):
-    """A job refused to run; nothing was written to the table."""
+
+class JobError(TerminalError):
+    """A job refused to run; nothing was written to the table (a rerun fails the same way
+    until the input or the path is fixed)."""
 
 
 class TableNotFoundError(JobError):

@@ -14,8 +14,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from app.core.errors import RecommenderError
 
-class Overloaded(Exception):
+
+class Overloaded(RecommenderError):
     """Every retrieval slot is busy and the queue is full."""
 
 

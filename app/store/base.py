@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from app.core.errors import RecommenderError, TerminalError
 from app.store.hybrid import FusionSpec, SparseVec
 
 VectorLike = Sequence[float] | npt.NDArray[np.floating[Any]]
@@ -26,7 +27,7 @@ INDEXED_FIELDS: dict[str, str] = {"product_id": "integer", "category": "keyword"
 GROUP_FIELD = "product_id"
 
 
-class StoreError(Exception):
+class StoreError(RecommenderError):
     """Any failure of the vector store; raw client/engine errors are chained as __cause__."""
 
     def __init__(self, message: str, *, backend: str, collection: str | None = None) -> None:
@@ -36,11 +37,11 @@ class StoreError(Exception):
         super().__init__(f"{message} ({where})")
 
 
-class StoreDimensionError(StoreError):
+class StoreDimensionError(StoreError, TerminalError):
     """The existing collection was built for vectors of another size (a different model)."""
 
 
-class StoreSchemaError(StoreError):
+class StoreSchemaError(StoreError, TerminalError):
     """The existing collection lacks a vector this version writes (built before hybrid search)."""
 
 

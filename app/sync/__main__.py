@@ -91,7 +91,7 @@ def _loop(engine: SyncEngine, interval: float) -> int:
             except Exception as e:
                 # Whatever it is (a commit file gone mid-read, an S3 throttle, a store
                 # restart), the next cycle may well succeed: log what failed and back off.
-                delay = backoff.failure()
+                delay = backoff.failure(e)
                 logger.error(
                     "sync cycle failed (%s); retry %d in %.0fs",
                     describe(e),

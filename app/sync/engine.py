@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 
 from app.core.catalog import Product
 from app.core.config import Settings
+from app.core.errors import RecommenderError
 from app.embedding import Embedder
 from app.store.base import GROUP_FIELD, VectorStore
 from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
@@ -42,11 +43,11 @@ PRODUCT_BATCH = 512
 OPTIMIZE_AFTER_UNINDEXED = 20_000
 
 
-class CycleInProgressError(Exception):
+class CycleInProgressError(RecommenderError):
     """A cycle is already running in this process; the caller asked not to wait for it."""
 
 
-class CycleCancelledError(Exception):
+class CycleCancelledError(RecommenderError):
     """The cycle stopped between batches because shutdown was requested (no checkpoint)."""
 
 

@@ -30,6 +30,7 @@ from hudi import HudiQueryType, HudiReadOptions, HudiTable, HudiTableBuilder
 
 from app.core.catalog import COLUMN_NAMES, Product
 from app.core.config import Settings
+from app.core.errors import RecommenderError
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ REMOVAL_OPERATIONS = frozenset(
 _TABLE_SERVICES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
 
 
-class TableReadError(Exception):
+class TableReadError(RecommenderError):
     """The table could not be opened or read (missing path, unreadable timeline, ...)."""
 
     def __init__(self, message: str, *, table: str) -> None:

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from app.core.config import Settings
+from app.core.errors import RecommenderError
 
 
-class SyncBusyError(Exception):
+class SyncBusyError(RecommenderError):
     """Another process is running a sync cycle on the same collection."""
 
     def __init__(self, path: Path, holder: str) -> None:

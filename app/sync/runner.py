@@ -78,7 +78,7 @@ class SyncRunner:
             except Exception as e:
                 # Anything at all (table mid-write, S3 throttle, store blip) is logged and
                 # retried with backoff: the loop must outlive every error it can meet.
-                delay = backoff.failure()
+                delay = backoff.failure(e)
                 logger.error(
                     "sync cycle failed (%s); retry %d in %.0fs",
                     describe(e),
