@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import hmac
-from typing import Annotated
+import logging
+from collections.abc import Callable
+from typing import Annotated, ParamSpec, TypeVar
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
-from app.api.admission import RetrievalGate
+from app.api.admission import Overloaded, RetrievalGate
 from app.api.services import Services
 from app.core.config import Settings
 from app.llm import Generator
 from app.query import QueryUnderstanding
 from app.retrieval import Retriever
+from app.store import StoreError
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def get_services(request: Request) -> Services:
@@ -78,3 +86,24 @@ def require_api_key(
 
 
 AdminDep = Depends(require_api_key)
+
+
+async def run_retrieval(
+    gate: RetrievalGate, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """Blocking retrieval work (query embedding, engine search) off the event loop, a few
+    at a time: a full queue is a 503 with Retry-After at once, a store failure a 503."""
+    try:
+        async with gate.slot():
+            return await run_in_threadpool(fn, *args, **kwargs)
+    except Overloaded as e:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"busy: {e}; retry shortly",
+            headers={"Retry-After": "1"},
+        ) from e
+    except StoreError as e:
+        logger.error("%s failed: %s", what, e)
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, f"vector store unavailable: {e}"
+        ) from e

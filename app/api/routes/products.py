@@ -7,12 +7,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, status
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
-from app.api.admission import Overloaded
-from app.api.deps import RetrievalGateDep, RetrieverDep, SettingsDep
+from app.api.deps import RetrievalGateDep, RetrieverDep, SettingsDep, run_retrieval
 from app.api.schemas import ErrorResponse, ProductOut, RecommendFilters, SimilarResponse
-from app.store import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -45,23 +42,9 @@ async def similar(
         filters = RecommendFilters(category=category, min_price=min_price, max_price=max_price)
     except ValidationError as e:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, e.errors()[0]["msg"]) from e
-    try:
-        # Blocking engine work: off the event loop, under the same limit as /search.
-        async with gate.slot():
-            products = await run_in_threadpool(
-                retriever.similar, product_id, top_k, filters.to_search_filter()
-            )
-    except Overloaded as e:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            f"busy: {e}; retry shortly",
-            headers={"Retry-After": "1"},
-        ) from e
-    except StoreError as e:
-        logger.error("similar products failed: %s", e)
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE, f"vector store unavailable: {e}"
-        ) from e
+    products = await run_retrieval(
+        gate, "similar products", retriever.similar, product_id, top_k, filters.to_search_filter()
+    )
     if products is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"product {product_id} is not in the index")
     return SimilarResponse(product_id=product_id, products=[ProductOut.of(p) for p in products])

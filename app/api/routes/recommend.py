@@ -10,15 +10,15 @@ import logging
 from dataclasses import dataclass
 
 from fastapi import APIRouter, HTTPException, status
-from starlette.concurrency import run_in_threadpool
 
-from app.api.admission import Overloaded, RetrievalGate
+from app.api.admission import RetrievalGate
 from app.api.deps import (
     GeneratorDep,
     RetrievalGateDep,
     RetrieverDep,
     SettingsDep,
     UnderstandingDep,
+    run_retrieval,
 )
 from app.api.schemas import (
     ErrorResponse,
@@ -38,7 +38,6 @@ from app.query import (
     plan_filters,
 )
 from app.retrieval import Retriever
-from app.store import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -91,23 +90,9 @@ async def _search(
         body.ignore_parsed,
         understanding.currency_symbol,
     )
-    try:
-        # Embedding and search are blocking CPU work: off the event loop, a few at a time.
-        async with gate.slot():
-            outcome = await run_in_threadpool(
-                constrained_retrieve, retriever, parsed.search_text, top_k, plan
-            )
-    except Overloaded as e:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            f"busy: {e}; retry shortly",
-            headers={"Retry-After": "1"},
-        ) from e
-    except StoreError as e:
-        logger.error("retrieval failed: %s", e)
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE, f"vector store unavailable: {e}"
-        ) from e
+    outcome = await run_retrieval(
+        gate, "retrieval", constrained_retrieve, retriever, parsed.search_text, top_k, plan
+    )
     return _Searched(parsed, plan, outcome)
 
 
