@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -240,6 +241,12 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=2000, help="per phase")
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--optimize", action="store_true", help="build HNSW before serving")
+    ap.add_argument(
+        "--shard",
+        type=Path,
+        help="keep the shard in this folder and reuse it on the next run with the same "
+        "--products/--seed/--optimize (the HNSW build is minutes; the phases are seconds)",
+    )
     args = ap.parse_args()
     random.seed(args.seed)
     print(
@@ -250,8 +257,15 @@ def main() -> int:
         started = time.perf_counter()
         matrix = derive_vectors(rows, args.seed)
         print(f"derived {len(matrix)} vectors in {time.perf_counter() - started:.1f}s")
-        shard = Path(tmp) / "qdrant"
-        load_shard(shard, rows, matrix, args.optimize)
+        shard = args.shard or Path(tmp) / "qdrant"
+        marker = shard.parent / f"{shard.name}.built"
+        built_as = f"{args.products} {args.seed} {args.optimize}"
+        if marker.exists() and marker.read_text() == built_as:
+            print(f"reusing the shard in {shard} ({built_as})")
+        else:
+            shutil.rmtree(shard, ignore_errors=True)
+            load_shard(shard, rows, matrix, args.optimize)
+            marker.write_text(built_as)
 
         queries = [q.query for q in load_queries(DEFAULT_QUERIES)]
         categories = sorted({r["category"] for r in rows})
