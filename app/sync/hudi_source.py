@@ -333,10 +333,6 @@ class TableSnapshot:
             keys.update(int(v) for v in batch.column("id").to_pylist() if v is not None)
         return keys
 
-    @property
-    def is_mor(self) -> bool:
-        return bool(self.table.is_mor)
-
     def group_keys(
         self, groups: set[tuple[str, str]], *, as_of: str | None
     ) -> dict[tuple[str, str], GroupSlice]:
