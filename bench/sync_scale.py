@@ -164,6 +164,7 @@ def phase_sync(work: Path, n: int, phase: str) -> dict[str, Any]:
                 "skipped": cycle.skipped,
                 "deleted": cycle.deleted,
                 "key_reconciliation": cycle.key_reconciliation,
+                "removal_scan": cycle.removal_scan,
             }
         out["seconds"] = time.monotonic() - started
         return out

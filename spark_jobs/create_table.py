@@ -31,6 +31,9 @@ class CreateTableResult:
     created: bool
 
 
+TIMELINE_TIMEZONE_KEY = "hoodie.table.timeline.timezone"
+
+
 def create_table_ddl(table_path: str, table_type: TableType) -> str:
     columns = ",\n  ".join(f"{name} {sql_type}" for name, sql_type in PRODUCT_COLUMNS)
     location = table_path.replace("'", "\\'")
@@ -38,7 +41,10 @@ def create_table_ddl(table_path: str, table_type: TableType) -> str:
         f"CREATE TABLE IF NOT EXISTS {TABLE_NAME} (\n  {columns}\n)\nUSING HUDI\n"
         f"LOCATION '{location}'\n"
         f"TBLPROPERTIES (type = '{_SQL_TYPE[table_type]}', primaryKey = '{RECORD_KEY}', "
-        f"preCombineField = '{PRECOMBINE_FIELD}')"
+        f"preCombineField = '{PRECOMBINE_FIELD}', "
+        # Instant times are wall-clock strings; in local time a DST fall-back repeats an
+        # hour, so later commits could sort before earlier ones. UTC never repeats.
+        f"'{TIMELINE_TIMEZONE_KEY}' = 'UTC')"
     )
 
 

@@ -44,13 +44,16 @@ def write_rows(
     rows: list[dict[str, Any]],
     *,
     deleted: frozenset[int] = frozenset(),
+    conf: dict[str, str] | None = None,
 ) -> None:
-    """One upsert commit with the AGED settings. Rows whose id is in `deleted` carry
-    `_hoodie_is_deleted = true` (the batch then has the marker column for every row)."""
+    """One upsert commit with the AGED settings (`conf` wins over them). Rows whose id is
+    in `deleted` carry `_hoodie_is_deleted = true` (the batch then has the marker column
+    for every row)."""
     props = require_table(spark, path)
     opts = {**write_options(props, "upsert"), **AGED}
     if props.get("hoodie.table.type") == "MERGE_ON_READ":
         opts.update(AGED_MOR)
+    opts.update(conf or {})
     if deleted:
         values = [(*(r[c] for c in COLUMN_NAMES), r["id"] in deleted) for r in rows]
         df = spark.createDataFrame(values, _ddl(f", {DELETE_MARKER} BOOLEAN"))

@@ -7,10 +7,11 @@ Crash safety comes from ordering and idempotence, not transactions: vectors are 
 and acknowledged before the checkpoint moves; chunk ids are keyed by content, so replaying
 a window after a crash re-embeds only what did not land and deletes what is stale.
 
-A cycle makes one pass in this order: the window's commit metadata, then removals (key
-reconciliation, when any commit removed rows), then the changed rows. The whole table is
-only ever read as a streamed snapshot (bootstrap, full cycles, key sets): an incremental
-read from "0" misses every archived commit.
+A cycle makes one pass in this order: the window's commit metadata, then removals (when
+any commit removed rows: read from the file groups those commits wrote, see
+`removals.py`, or a key reconciliation when that cannot be sure), then the changed rows.
+The whole table is only ever read as a streamed snapshot (bootstrap, full cycles, key
+sets): an incremental read from "0" misses every archived commit.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+import pyarrow as pa
+
 from app.core.catalog import Product
 from app.core.config import Settings
 from app.core.errors import RecommenderError
@@ -28,9 +31,10 @@ from app.embedding import Embedder
 from app.store.base import GROUP_FIELD, VectorStore
 from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
 from app.sync.chunking import ProductChunker
-from app.sync.hudi_source import TableSnapshot
+from app.sync.hudi_source import TableSnapshot, WindowChanges
 from app.sync.lock import SyncLock
 from app.sync.progress import Progress
+from app.sync.removals import scan_removals
 from app.sync.state import CycleMode, CycleReport, SyncCheckpoint, SyncTotals
 
 logger = logging.getLogger(__name__)
@@ -148,6 +152,7 @@ class SyncEngine:
         t.payload_updates += report.payload_updates
         t.full_reconciliations += report.mode in ("bootstrap", "full")
         t.key_reconciliations += report.key_reconciliation
+        t.targeted_removal_scans += report.removal_scan == "targeted"
         t.last_report = report
         t.last_error = None
         t.last_success_at = time.time()
@@ -170,7 +175,7 @@ class SyncEngine:
         elif cp is None or end is None or end <= cp.completed:
             report = CycleReport("noop", cp.completed if cp else None, end)
         else:
-            report = self._incremental(table, cp.completed, end)
+            report = self._incremental(table, cp, end)
 
         if latest is not None and report.mode != "noop":
             unindexed = (cp.unindexed if cp else 0) + report.embedded
@@ -248,26 +253,50 @@ class SyncEngine:
             progress.advance(len(batch))
         return self._fill(report, totals)
 
-    def _incremental(self, table: TableSnapshot, start: str, end: str) -> CycleReport:
+    def _incremental(self, table: TableSnapshot, cp: SyncCheckpoint, end: str) -> CycleReport:
+        start = cp.completed
         report = CycleReport("incremental", start, end)
         totals = ApplyCounts()
-        removals = table.changes(start, end).removals
-        if removals:
-            # Removed rows are not returned by the incremental read: compare keys instead,
-            # before any embedding, so a deleted product leaves search as early as possible.
-            report.key_reconciliation = True
-            report.reason = "key reconciliation after " + ", ".join(
-                c.describe() for c in removals[:3]
-            )
-            totals.deleted += self._delete_products(self._stored_product_ids() - table.read_keys())
+        changes = table.changes(start, end)
+        # Rows first (read, not embedded): their ids tell a moved row from a removed one.
         rows = table.read_window(start, end)
         report.rows = rows.num_rows
+        if changes.removals:
+            # Removed rows are not returned by the incremental read; they are found and
+            # deleted before any embedding, so a deleted product leaves search early.
+            totals.deleted += self._delete_products(self._removed(table, cp, changes, rows, report))
         progress = Progress(logger, "sync incremental", rows.num_rows)
         for batch in table.products(rows, PRODUCT_BATCH):
             self._check_stop()
             totals.add(self._apply(batch, [p.id for p in batch]))
             progress.advance(len(batch))
         return self._fill(report, totals)
+
+    def _removed(
+        self,
+        table: TableSnapshot,
+        cp: SyncCheckpoint,
+        changes: WindowChanges,
+        rows: pa.Table,
+        report: CycleReport,
+    ) -> set[int]:
+        """Ids removed in the window: by file group when sure, else every key compared."""
+        window_ids = {int(v) for v in rows.column("id").to_pylist()} if rows.num_rows else set()
+        scan = scan_removals(table, cp.requested, cp.completed, changes, window_ids)
+        described = ", ".join(c.describe() for c in changes.removals[:3])
+        if scan.removed is not None:
+            report.removal_scan = "targeted"
+            report.reason = f"removals by file group after {described}: {scan.reason}"
+            return set(scan.removed)
+        logger.info(
+            "sync: key reconciliation, the targeted removal scan is not sure: %s",
+            scan.reason,
+        )
+        report.removal_scan = "full"
+        report.removal_fallback = scan.reason
+        report.key_reconciliation = True
+        report.reason = f"key reconciliation after {described} ({scan.reason})"
+        return self._stored_product_ids() - table.read_keys()
 
     def _apply(self, batch: list[Product], held: list[int]) -> ApplyCounts:
         existing = group_by_product(self.store.chunks_for_products(held)) if held else {}

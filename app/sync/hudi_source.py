@@ -66,6 +66,28 @@ class Instant:
 
 
 @dataclass(frozen=True, slots=True)
+class FileWrite:
+    """One write stat: the file a commit wrote into one file group.
+
+    `prev_commit` is the base instant of the slice the write built on ("null" for a new
+    file group); for a Hudi 1.x MOR log append it is the delta commit's own instant.
+    """
+
+    partition: str
+    file_id: str
+    prev_commit: str
+    path: str
+
+    @property
+    def group(self) -> tuple[str, str]:
+        return self.partition, self.file_id
+
+    @property
+    def is_base_file(self) -> bool:
+        return not self.path.rsplit("/", 1)[-1].startswith(".")
+
+
+@dataclass(frozen=True, slots=True)
 class CommitInfo:
     """What one commit's metadata says about the rows it changed."""
 
@@ -73,6 +95,8 @@ class CommitInfo:
     operation: str
     deletes: int  # sum of numDeletes over its write stats
     replaced_file_groups: int  # partitionToReplaceFileIds (INSERT OVERWRITE, DELETE_PARTITION)
+    # None when a stat lacks fileId/path: the targeted removal scan cannot trust it.
+    writes: tuple[FileWrite, ...] | None = ()
 
     @property
     def removes_rows(self) -> bool:
@@ -97,6 +121,23 @@ class WindowChanges:
     @property
     def removals(self) -> list[CommitInfo]:
         return [c for c in self.commits if c.removes_rows]
+
+
+def _file_writes(stats: dict[str, Any]) -> tuple[FileWrite, ...] | None:
+    writes = []
+    for partition, per_partition in stats.items():
+        for s in per_partition:
+            if not s.get("fileId") or not s.get("path"):
+                return None
+            writes.append(
+                FileWrite(
+                    str(s.get("partitionPath") or partition or ""),
+                    str(s["fileId"]),
+                    str(s.get("prevCommit") or "null"),
+                    str(s["path"]),
+                )
+            )
+    return tuple(writes)
 
 
 def storage_options(settings: Settings) -> dict[str, str]:
@@ -220,7 +261,8 @@ class TableSnapshot:
             int(s.get("numDeletes") or 0) for per_partition in stats.values() for s in per_partition
         )
         replaced = sum(len(v) for v in (meta.get("partitionToReplaceFileIds") or {}).values())
-        return CommitInfo(inst, str(meta.get("operationType") or "UNKNOWN"), deletes, replaced)
+        operation = str(meta.get("operationType") or "UNKNOWN")
+        return CommitInfo(inst, operation, deletes, replaced, _file_writes(stats))
 
     def read_window(self, start: str, end: str) -> pa.Table:
         """Latest state of the rows changed in `(start, end]` (completion time).
@@ -290,3 +332,41 @@ class TableSnapshot:
         for batch in self._stream(["id"], 65_536, None):
             keys.update(int(v) for v in batch.column("id").to_pylist() if v is not None)
         return keys
+
+    def group_keys(
+        self, groups: set[tuple[str, str]], *, as_of: str | None
+    ) -> dict[tuple[str, str], GroupSlice]:
+        """The record keys of some file groups' slices, as of a requested time or latest.
+
+        `as_of` is a *requested* time (hudi-rs picks the slice whose base instant is at
+        or before it, and its file group reader skips log blocks written after it). A
+        group with no slice then (not yet created, or its slice was cleaned) is absent.
+        Only the named groups are read: this is what keeps a 1-product delete cheap.
+        """
+        opts = HudiReadOptions().with_projection(["id"])
+        if as_of is not None:
+            opts = opts.with_as_of_timestamp(as_of)
+        out: dict[tuple[str, str], GroupSlice] = {}
+        try:
+            slices = self.table.get_file_slices(opts)
+            wanted = [s for s in slices if (s.partition_path, s.file_id) in groups]
+            if not wanted:
+                return out
+            reader = self.table.create_file_group_reader_with_options(opts)
+            for s in wanted:
+                batch = reader.read_file_slice(s, opts)
+                keys = {int(v) for v in batch.column("id").to_pylist() if v is not None}
+                out[(s.partition_path, s.file_id)] = GroupSlice(s.creation_instant_time, keys)
+        except Exception as e:
+            raise TableReadError(
+                f"file group read (as of {as_of or 'latest'}) failed: {e}", table=self.path
+            ) from e
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSlice:
+    """One file group's slice at some time: its base instant and the keys it holds."""
+
+    base_instant: str
+    keys: set[int]

@@ -7,6 +7,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 CycleMode = Literal["bootstrap", "incremental", "full", "noop"]
+# How an incremental cycle found removed products: not needed (no removing commit), by
+# reading the file groups the removing commits wrote, or by comparing every key.
+RemovalScanKind = Literal["none", "targeted", "full"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +61,9 @@ class CycleReport:
     skipped: int = 0
     payload_updates: int = 0
     deleted: int = 0
-    key_reconciliation: bool = False
+    key_reconciliation: bool = False  # every table key vs every stored id was compared
+    removal_scan: RemovalScanKind = "none"
+    removal_fallback: str = ""  # why a targeted scan was not sure (then key_reconciliation)
     optimized: bool = False
     seconds: float = 0.0
 
@@ -73,6 +78,7 @@ class SyncTotals:
     payload_updates: int = 0
     full_reconciliations: int = 0
     key_reconciliations: int = 0
+    targeted_removal_scans: int = 0
     last_report: CycleReport | None = None
     last_error: str | None = None
     last_success_at: float | None = None

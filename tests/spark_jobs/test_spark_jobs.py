@@ -101,6 +101,8 @@ def test_lifecycle(spark: SparkSession, tmp_path: Path, table_type: TableType) -
     props = (path / ".hoodie" / "hoodie.properties").read_text()
     assert "hoodie.table.version=9" in props
     assert f"hoodie.table.type={table_type}" in props
+    # Instants in UTC: no hour repeats at a DST fall-back.
+    assert "hoodie.table.timeline.timezone=UTC" in props.splitlines()
     assert hudi_rs_snapshot(path) == []
 
     first = [product(1, 100, "Kettle"), product(2, 100, "Grinder"), product(3, 100, "Skillet")]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from spark_jobs.create_table import create_table
 from spark_jobs.delete_products import delete_ids
 from spark_jobs.upsert_products import upsert_rows
-from tests.hudi_writes import merge_delete
+from tests.hudi_writes import merge_delete, spark_ids, write_rows
 from tests.synctools import Harness, long_text, make_harness, product
 
 pytestmark = pytest.mark.spark
@@ -64,8 +64,9 @@ def test_commit_completing_after_a_later_one_is_read_in_the_next_window(
 
 IDS = st.integers(min_value=1, max_value=8)
 EDIT = st.tuples(
-    # merge_delete: Spark SQL MERGE INTO ... THEN DELETE, an UPSERT commit with numDeletes.
-    st.sampled_from(["upsert", "price", "delete", "merge_delete"]),
+    # merge_delete: Spark SQL MERGE INTO ... THEN DELETE, an UPSERT commit with numDeletes;
+    # marker_delete: an upsert batch whose rows carry `_hoodie_is_deleted = true`.
+    st.sampled_from(["upsert", "price", "delete", "merge_delete", "marker_delete"]),
     IDS,
     st.integers(min_value=0, max_value=5),  # description length in sentences (0 = short)
 )
@@ -92,30 +93,41 @@ def test_random_histories_keep_the_mirror(
     spark: Any, history_harness: tuple[str, Harness], steps: list[list[tuple[str, int, int]]]
 ) -> None:
     """Any mix of inserts, edits (longer/shorter), price-only updates and deletes (by
-    delete_ids or by MERGE INTO ... THEN DELETE), with a sync after each step, leaves
-    0 missing / 0 stale / 0 extra. The table and index carry over between examples: the
-    invariant must hold from whatever state came before."""
+    delete_ids, by MERGE INTO ... THEN DELETE, or by the `_hoodie_is_deleted` marker), with
+    a sync after each step, leaves 0 missing / 0 stale / 0 extra and exactly Spark SQL's
+    ids. The table and index carry over between examples: the invariant must hold from
+    whatever state came before."""
     path, h = history_harness
     for step in steps:
         rows: dict[int, dict[str, Any]] = {}
-        deletes: set[int] = set()
-        merged: set[int] = set()
+        removals: dict[str, set[int]] = {
+            "delete": set(),
+            "merge_delete": set(),
+            "marker_delete": set(),
+        }
         ts = int(h.engine.totals.cycles * 1000 + 1000)
         for op, pid, size in step:
-            if op in ("delete", "merge_delete"):
-                (deletes if op == "delete" else merged).add(pid)
+            if op in removals:
+                removals[op].add(pid)
                 rows.pop(pid, None)
                 continue
-            deletes.discard(pid)
-            merged.discard(pid)
+            for ids in removals.values():
+                ids.discard(pid)
             text = long_text(f"gadget {pid}", size) if size else f"Gadget {pid}, compact."
             price = float(10 + size) if op == "price" else 10.0
             rows[pid] = product(pid, ts, f"Gadget {pid}", text, price=price)
         if rows:
             upsert_rows(spark, path, list(rows.values()))
-        if deletes:
-            delete_ids(spark, path, sorted(deletes))
-        for pid in sorted(merged):
+        if removals["delete"]:
+            delete_ids(spark, path, sorted(removals["delete"]))
+        for pid in sorted(removals["merge_delete"]):
             merge_delete(spark, path, pid)
+        if removals["marker_delete"]:
+            # Later than any stored ts: under event-time ordering an older delete loses.
+            marked = [
+                product(p, ts + 500, f"Gadget {p}", "gone") for p in removals["marker_delete"]
+            ]
+            write_rows(spark, path, marked, deleted=frozenset(removals["marker_delete"]))
         h.cycle()
         h.assert_mirror()
+        assert {c.product_id for c in h.store.iter_chunks()} == spark_ids(spark, path)

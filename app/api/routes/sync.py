@@ -46,6 +46,7 @@ def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, An
             "payload_updates": t.payload_updates,
             "full_reconciliations": t.full_reconciliations,
             "key_reconciliations": t.key_reconciliations,
+            "targeted_removal_scans": t.targeted_removal_scans,
         },
         "last_cycle": asdict(t.last_report) if t.last_report else None,
     }
