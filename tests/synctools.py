@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.core.config import Settings
+import pytest
+
+from app.core.config import Settings, get_settings
 from app.embedding import Embedder
 from app.store import VectorStore, open_store
 from app.sync.engine import SyncEngine
@@ -65,3 +67,28 @@ def make_harness(
     )
     store = open_store(settings)
     return Harness(settings, store, SyncEngine(settings, store, embedder))
+
+
+def sync_cli_in_process(
+    args: list[str],
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[int, str]:
+    """`python -m app.sync *args` with `env`, run in this process: (exit code, stdout).
+
+    The same `main` as the CLI; a fresh interpreter would cost a torch import and a model
+    load (~10-25 s on a shared 2-core box). Use a real subprocess where a second process
+    is the point (resuming an on-disk store, the sync lock)."""
+    from app.sync import __main__ as sync_cli
+
+    capsys.readouterr()  # drop what the test printed before
+    with monkeypatch.context() as m:
+        for name, value in env.items():
+            m.setenv(name, value)
+        get_settings.cache_clear()
+        try:
+            code = sync_cli.main(args)
+        finally:
+            get_settings.cache_clear()
+    return code, capsys.readouterr().out

@@ -16,7 +16,7 @@ from app.sync import apply as apply_module
 from spark_jobs.create_table import create_table
 from spark_jobs.delete_products import delete_ids
 from spark_jobs.upsert_products import upsert_rows
-from tests.synctools import long_text, make_harness, product
+from tests.synctools import long_text, make_harness, product, sync_cli_in_process
 
 pytestmark = pytest.mark.spark
 
@@ -38,7 +38,11 @@ def table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_restart_resumes_from_the_stored_checkpoint_and_embeds_nothing(
-    table: str, embedder: Any, tmp_path: Path
+    table: str,
+    embedder: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     qdrant = str(tmp_path / "qdrant")
     first = make_harness(table, embedder, qdrant_path=qdrant)
@@ -50,24 +54,25 @@ def test_restart_resumes_from_the_stored_checkpoint_and_embeds_nothing(
 
     # A second *process* on the same on-disk store: resumes, embeds nothing, still a mirror.
     env = {
-        **os.environ,
         "HUDI_TABLE_PATH": table,
         "QDRANT_PATH": qdrant,
         "MAX_CHUNK_TOKENS": "64",
         "CHUNK_OVERLAP_TOKENS": "8",
         "HF_HUB_OFFLINE": "1",
     }
-    once = _run_sync(["--once"], env)
+    once = _run_sync(["--once"], {**os.environ, **env})
     assert once.returncode == 0, once.stderr
     assert "mode noop" in once.stdout and "embedded 0" in once.stdout
     assert f"checkpoint {checkpoint.completed}" in once.stdout  # type: ignore[union-attr]
-    verify = _run_sync(["--verify"], env)
-    assert verify.returncode == 0, verify.stdout + verify.stderr
-    assert "missing 0\nstale 0\nextra 0" in verify.stdout
+
+    # --verify and --full: the same CLI, in this process (the resume above is the part that
+    # needs a second process).
+    code, verify = sync_cli_in_process(["--verify"], env, monkeypatch, capsys)
+    assert code == 0 and "missing 0\nstale 0\nextra 0" in verify, verify
 
     # Forcing a full reconciliation re-embeds nothing either: every chunk is keyed by content.
-    full = _run_sync(["--full"], env)
-    assert "mode full" in full.stdout and "embedded 0" in full.stdout, full.stdout
+    code, full = sync_cli_in_process(["--full"], env, monkeypatch, capsys)
+    assert code == 0 and "mode full" in full and "embedded 0" in full, full
 
 
 def _run_sync(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
