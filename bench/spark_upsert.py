@@ -7,7 +7,8 @@ fresh table with a plain `df.write.format("hudi")` bulk insert (schema given, no
 validation, no de-duplication, no diff) -- the baseline; then run the job
 (`upsert_files`) into another fresh table. Prints the job's rows/s as a ratio of the
 baseline's (target >= 0.7), and the driver's peak RSS (the Python process and the JVM,
-reset before each N). For the largest N it also upserts a 1% changed batch into the
+reset before each N), and the JVM's CPU seconds of both paths (a loaded machine stretches
+wall time more than CPU time). For the largest N it also upserts a 1% changed batch into the
 job's table and prints its time against the first load. A figure, not a test: the
 machine is noisy, so read the ratios measured in one run.
 """
@@ -45,6 +46,12 @@ def _peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (the JVM: every Spark thread)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _reset_peak(pid: int) -> None:
@@ -86,18 +93,25 @@ def run_size(spark: Any, jvm_pid: int, count: int, seed: int, tmp: Path, last: b
     _reset_peak(jvm_pid)
 
     logger.info("N=%d: baseline bulk insert", count)
+    cpu = _cpu_seconds(jvm_pid)
     base_seconds = _baseline(spark, source, str(tmp / f"base-{count}"))
+    base_cpu = _cpu_seconds(jvm_pid) - cpu
     shutil.rmtree(tmp / f"base-{count}", ignore_errors=True)
     logger.info("N=%d: baseline %.1f s; running the job", count, base_seconds)
 
     table = str(tmp / f"job-{count}")
     create_table(spark, table)
+    cpu = _cpu_seconds(jvm_pid)
     result = upsert_files(spark, table, [source])
+    job_cpu = _cpu_seconds(jvm_pid) - cpu
     assert result.upserted == count, result
     job_rate, base_rate = count / result.seconds, count / base_seconds
     print(f"N={count} baseline_seconds {base_seconds:.1f} ({base_rate:.0f} rows/s)")
     print(f"N={count} job_seconds {result.seconds:.1f} ({job_rate:.0f} rows/s)")
     print(f"N={count} job_vs_baseline {job_rate / base_rate:.2f}")
+    # CPU seconds of the JVM: what a loaded, shared machine disturbs least.
+    print(f"N={count} jvm_cpu_seconds baseline {base_cpu:.1f} job {job_cpu:.1f}")
+    print(f"N={count} job_vs_baseline_by_cpu {base_cpu / job_cpu:.2f}")
     print(f"N={count} driver_python_peak_rss_mb {_peak_rss_mb(os.getpid()):.0f}")
     print(f"N={count} driver_jvm_peak_rss_mb {_peak_rss_mb(jvm_pid):.0f}")
 
@@ -105,7 +119,9 @@ def run_size(spark: Any, jvm_pid: int, count: int, seed: int, tmp: Path, last: b
         changes = str(tmp / f"changes-{count}.jsonl")
         changed = _changed_batch(count // 100, count, seed, changes)
         logger.info("N=%d: upserting a %d-row changed batch", count, changed)
+        cpu = _cpu_seconds(jvm_pid)
         upsert = upsert_files(spark, table, [changes])
+        print(f"N={count} changed_1pct_jvm_cpu_seconds {_cpu_seconds(jvm_pid) - cpu:.1f}")
         assert upsert.upserted == changed, upsert
         print(f"N={count} changed_1pct_rows {changed} seconds {upsert.seconds:.1f}")
         print(f"N={count} changed_1pct_vs_first_load {upsert.seconds / result.seconds:.2f}")

@@ -142,12 +142,17 @@ def upsert_source(
 
     if ingestion_ts is None:
         ingestion_ts = time.time_ns() // 1_000_000
+    # Known before anything is read: a table that never had a write holds nothing to diff
+    # against or delete from.
+    first_load = not has_completed_writes(spark, table_path)
     checked = validate(source.withColumn(_SEQ, F.monotonically_increasing_id()), ingestion_ts)
-    # Only rejects need their source text (for the quarantine): dropping it from the valid
-    # rows halves what is cached.
+    # Parsed and validated once, then read from the cache by every step below (counts,
+    # quarantine, the write). Only rejects need their source text (for the quarantine):
+    # dropping it from the valid rows halves what is cached.
     checked = checked.withColumn(ROW, F.when(F.size(REASONS) > 0, F.col(ROW))).persist()
     try:
-        read, quarantined, distinct = _count(checked)
+        counts = _count(checked)
+        quarantined = counts.read - counts.valid
         written_quarantine = (
             write_quarantine(checked.filter(F.size(REASONS) > 0), quarantined, quarantine_path)
             if quarantined or quarantine_empty
@@ -156,20 +161,30 @@ def upsert_source(
         accepted = checked.filter(F.size(REASONS) == 0)
         # Most batches hold each id once: then the (costly) newest-per-id aggregate is
         # skipped and the cached rows are written as they are.
-        deduplicate = distinct < read - quarantined
+        deduplicate = counts.ids < counts.valid
         newest = newest_per_key(accepted) if deduplicate else accepted
         changes = _write_changes(
-            spark, table_path, props, newest, deduplicate, hoodie_conf, commit_meta
+            spark,
+            table_path,
+            props,
+            newest,
+            None if deduplicate else (counts.valid, counts.valid_deletes),
+            first_load,
+            hoodie_conf,
+            commit_meta,
         )
     finally:
         checked.unpersist()
-    valid = read - quarantined
-    duplicates = valid - changes.distinct
+    duplicates = counts.valid - changes.distinct
     logger.info(
-        "%d rows read: %d valid, %d rejected, %d duplicates", read, valid, quarantined, duplicates
+        "%d rows read: %d valid, %d rejected, %d duplicates",
+        counts.read,
+        counts.valid,
+        quarantined,
+        duplicates,
     )
     return UpsertResult(
-        read=read,
+        read=counts.read,
         upserted=changes.upserted,
         quarantined=quarantined,
         duplicates=duplicates,
@@ -180,8 +195,16 @@ def upsert_source(
     )
 
 
-def _count(checked: DataFrame) -> tuple[int, int, int]:
-    """(rows read, rows rejected, distinct ids of the valid rows).
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    read: int
+    valid: int
+    ids: int  # distinct ids among the valid rows
+    valid_deletes: int  # valid rows with op=delete
+
+
+def _count(checked: DataFrame) -> _Counts:
+    """Every count the job needs, from one aggregation (one pass over the inputs).
 
     The first action, so unreadable inputs fail here.
     """
@@ -189,17 +212,19 @@ def _count(checked: DataFrame) -> tuple[int, int, int]:
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
+    valid = F.size(REASONS) == 0
     try:
         row = checked.agg(
             F.count(F.lit(1)).alias("read"),
-            F.count(F.when(F.size(REASONS) > 0, 1)).alias("rejected"),
-            F.countDistinct(F.when(F.size(REASONS) == 0, F.col(RECORD_KEY))).alias("ids"),
+            F.count(F.when(valid, 1)).alias("valid"),
+            F.countDistinct(F.when(valid, F.col(RECORD_KEY))).alias("ids"),
+            F.count(F.when(valid & F.col(IS_DELETE), 1)).alias("deletes"),
         ).first()
     except (Py4JJavaError, PySparkException) as e:
         first = (str(e).strip().splitlines() or [""])[0][:300]
         raise InputError(f"cannot read the inputs: {first}") from e
     assert row is not None  # an aggregate without grouping always has one row
-    return int(row["read"]), int(row["rejected"]), int(row["ids"])
+    return _Counts(int(row["read"]), int(row["valid"]), int(row["ids"]), int(row["deletes"]))
 
 
 def newest_per_key(valid: DataFrame) -> DataFrame:
@@ -233,11 +258,19 @@ def _write_changes(
     table_path: str,
     props: dict[str, str],
     newest: DataFrame,
-    cache: bool,
+    known: tuple[int, int] | None,
+    first_load: bool,
     hoodie_conf: dict[str, str] | None,
     commit_meta: dict[str, str] | None,
 ) -> _Changes:
-    """Write the deletes, then the rows that change the table (a commit each, if any)."""
+    """Write the deletes, then the rows that change the table (a commit each, if any).
+
+    Args:
+        newest: one row per id. When `known` is None it is an aggregate's output,
+            counted here and cached for the steps that read it again.
+        known: (rows, of which op=delete) of `newest`, when already counted.
+        first_load: the table has no completed write: bulk_insert, no diff, no deletes.
+    """
     from pyspark.sql import functions as F
 
     # Hudi copies datasource options that start with this prefix into the commit's
@@ -246,22 +279,24 @@ def _write_changes(
     if commit_meta:
         options["hoodie.datasource.write.commitmeta.key.prefix"] = _COMMIT_META_PREFIX
         options.update({f"{_COMMIT_META_PREFIX}{k}": v for k, v in commit_meta.items()})
-    # A table that never had a write holds no keys to look up: bulk_insert skips the
-    # index and small-file work and is ~2x faster for the first load. The batch is
-    # already de-duplicated, so the result is the same as an upsert.
-    first_load = not has_completed_writes(spark, table_path)
+    cache = known is None
     if cache:  # an aggregate's output, read by several actions below
         newest = newest.persist()
     changed: DataFrame | None = None
     try:
-        counts = newest.agg(F.count(F.lit(1)), F.count(F.when(F.col(IS_DELETE), 1))).first()
-        assert counts is not None  # an aggregate without grouping always has one row
-        distinct, deletes = int(counts[0]), int(counts[1])
+        if known is None:
+            counts = newest.agg(F.count(F.lit(1)), F.count(F.when(F.col(IS_DELETE), 1))).first()
+            assert counts is not None  # an aggregate without grouping always has one row
+            known = int(counts[0]), int(counts[1])
+        distinct, deletes = known
         deleted = 0
         if deletes and not first_load:
             deleted = _delete_present(spark, table_path, props, newest, options)
         changed = _changed_rows(spark, table_path, newest.filter(~F.col(IS_DELETE)), first_load)
         if first_load:
+            # A table that never had a write holds no keys to look up: bulk_insert skips
+            # the index and small-file work and is ~2x faster for the first load. The
+            # batch is already de-duplicated, so the result is the same as an upsert.
             upserted = distinct - deletes
         else:
             changed = changed.persist()  # counted, then written
