@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.core.errors import RecommenderError
 from app.store import StoreError
 from app.sync.state import instant_seconds_between
 
@@ -98,6 +99,8 @@ class SyncCollector(Collector):
         try:
             # Lag from the table itself, also when another process syncs (SYNC_MODE=off).
             self.engine.observe()
+        except RecommenderError as e:  # a known condition (no table yet, store down): one line
+            logger.warning("cannot read the table's latest commit for /metrics: %s", e)
         except Exception:  # a scrape must not fail on an unreadable table or store
             logger.warning("cannot read the table's latest commit for /metrics", exc_info=True)
         t = self.engine.totals
