@@ -9,17 +9,13 @@ from dataclasses import dataclass
 
 from app.core.catalog import Product, payload_fields
 from app.embedding import Embedder
-from app.store.base import PayloadUpdate, StoredChunk, VectorStore
-from app.sync.chunking import ProductChunker
-from app.sync.pipeline import EmbedPipeline
+from app.store.base import ChunkPoint, PayloadUpdate, StoredChunk, VectorStore
+from app.sync.chunking import ProductChunk, ProductChunker
 
 logger = logging.getLogger(__name__)
 
 # Points per store round-trip: big enough to amortise, small enough to bound a failed call.
 UPSERT_BATCH = 256
-# Chunks handed to the encoder at a time while the rest of the products are still being
-# chunked: small enough that embedding starts early, large enough to sort by length well.
-EMBED_GROUP = 128
 
 
 @dataclass
@@ -53,14 +49,32 @@ class ChunkApplier:
         product being edited never vanishes from search mid-cycle.
         """
         counts = ApplyCounts(products=len(products))
+        to_embed: list[tuple[ProductChunk, Product]] = []
         updates: list[PayloadUpdate] = []
         stale: list[str] = []
-        # Chunks are embedded and written on background threads while this one keeps
-        # chunking; leaving the block waits for every write (or raises the first failure).
-        with EmbedPipeline(self.embedder, self.store, EMBED_GROUP, UPSERT_BATCH) as pipeline:
-            for product in products:
-                stale.extend(self._diff(product, existing, pipeline, updates, counts))
-        counts.embedded = pipeline.submitted
+        for product in products:
+            old = {c.id: c for c in existing.get(product.id, [])}
+            fields = payload_fields(product)
+            kept_with_new_fields: list[str] = []
+            for chunk in self.chunker.chunk(product):
+                held = old.pop(chunk.point_id, None)
+                if held is None:
+                    to_embed.append((chunk, product))
+                    continue
+                counts.skipped += 1
+                if any(held.payload.get(k) != v for k, v in fields.items()):
+                    kept_with_new_fields.append(chunk.point_id)
+                if held.payload.get("chunk_index") != chunk.chunk_index:
+                    # Same text, new position: an earlier chunk was removed or added.
+                    updates.append(
+                        PayloadUpdate([chunk.point_id], {"chunk_index": chunk.chunk_index})
+                    )
+            if kept_with_new_fields:
+                updates.append(PayloadUpdate(kept_with_new_fields, dict(fields)))
+            stale.extend(old)
+
+        self._embed_and_upsert(to_embed)
+        counts.embedded = len(to_embed)
         self.store.set_payloads(updates)
         counts.payload_updates = sum(len(u.ids) for u in updates)
         if stale:
@@ -68,33 +82,16 @@ class ChunkApplier:
         counts.deleted = len(stale)
         return counts
 
-    def _diff(
-        self,
-        product: Product,
-        existing: dict[int, list[StoredChunk]],
-        pipeline: EmbedPipeline,
-        updates: list[PayloadUpdate],
-        counts: ApplyCounts,
-    ) -> list[str]:
-        """Send `product`'s new chunks to `pipeline`, note payload updates of the kept ones;
-        returns the ids of its stored chunks that no longer exist."""
-        old = {c.id: c for c in existing.get(product.id, [])}
-        fields = payload_fields(product)
-        kept_with_new_fields: list[str] = []
-        for chunk in self.chunker.chunk(product):
-            held = old.pop(chunk.point_id, None)
-            if held is None:
-                pipeline.add(chunk, product)
-                continue
-            counts.skipped += 1
-            if any(held.payload.get(k) != v for k, v in fields.items()):
-                kept_with_new_fields.append(chunk.point_id)
-            if held.payload.get("chunk_index") != chunk.chunk_index:
-                # Same text, new position: an earlier chunk was removed or added.
-                updates.append(PayloadUpdate([chunk.point_id], {"chunk_index": chunk.chunk_index}))
-        if kept_with_new_fields:
-            updates.append(PayloadUpdate(kept_with_new_fields, dict(fields)))
-        return list(old)
+    def _embed_and_upsert(self, items: list[tuple[ProductChunk, Product]]) -> None:
+        for start in range(0, len(items), UPSERT_BATCH):
+            batch = items[start : start + UPSERT_BATCH]
+            vectors = self.embedder.embed([chunk.text for chunk, _ in batch])
+            self.store.upsert(
+                [
+                    ChunkPoint(chunk.point_id, vectors[i], chunk.payload(product))
+                    for i, (chunk, product) in enumerate(batch)
+                ]
+            )
 
 
 def group_by_product(chunks: Iterable[StoredChunk]) -> dict[int, list[StoredChunk]]:
