@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     embedding_encoder: Literal["auto", "onnx-int8", "onnx-fp32", "torch"] = "auto"
     # ONNX Runtime threads for documents; 0 = every core this process may use.
     embedding_threads: int = Field(0, ge=0, le=256)
+    # Of those, threads per batch; EMBEDDING_THREADS // this batches run at once. 1 (one
+    # batch per core) embeds more per CPU-second than one batch on every core (issue 11).
+    embedding_intra_op_threads: int = Field(1, ge=1, le=256)
     # "onnx": queries go through an ONNX Runtime export of the same model (~5x faster on
     # CPU, same vectors; falls back to torch if the export is not possible).
     query_encoder: Literal["onnx", "torch"] = "onnx"

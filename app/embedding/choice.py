@@ -56,9 +56,18 @@ def int8_cpu_flag(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
 
 
 def choose_encoder(
-    embedder: Embedder, choice: EncoderChoice, device: str, cache_dir: str, threads: int
+    embedder: Embedder,
+    choice: EncoderChoice,
+    device: str,
+    cache_dir: str,
+    threads: int,
+    intra_op_threads: int = 1,
 ) -> Embedder:
-    """Give `embedder` the fastest engine allowed by `choice` that passes its probe check."""
+    """Give `embedder` the fastest engine allowed by `choice` that passes its probe check.
+
+    `threads` cores in all (0: every core), `intra_op_threads` of them per batch: batches
+    run `threads // intra_op_threads` at once.
+    """
     if device != "cpu":
         # No GPU on the machines this was built on: this path is untested.
         logger.info("document encoder: torch on %s (EMBEDDING_DEVICE=%s)", device, device)
@@ -78,14 +87,14 @@ def choose_encoder(
     try:
         fp32 = export_fp32(embedder.model, embedder.model_id, _cache(cache_dir))
         if want_int8:
-            onnx = _open(embedder, quantize_int8(fp32), threads)
+            onnx = _open(embedder, quantize_int8(fp32), threads, intra_op_threads)
             cosine = float(np.min(np.sum(onnx.embed(_PROBES) * embedder.embed_torch(_PROBES), 1)))
             if cosine >= _INT8_MIN_COSINE:
                 return _use(embedder, onnx, "onnx-int8", f"{why}; probe cosine {cosine:.4f}")
             logger.warning(
                 "int8 export: probe cosine %.4f < %s, trying fp32", cosine, _INT8_MIN_COSINE
             )
-        onnx = _open(embedder, fp32, threads)
+        onnx = _open(embedder, fp32, threads, intra_op_threads)
         diff = float(np.abs(onnx.embed(_PROBES) - embedder.embed_torch(_PROBES)).max())
         if diff <= _FP32_MAX_DIFF:
             return _use(embedder, onnx, "onnx-fp32", f"{why}; probe max diff {diff:.1g}")
@@ -103,11 +112,19 @@ def _cache(cache_dir: str) -> Path:
     return Path(Settings.model_fields["model_cache_dir"].default)
 
 
-def _open(embedder: Embedder, path: Path, threads: int) -> OnnxEncoder:
+def _open(embedder: Embedder, path: Path, threads: int, intra_op_threads: int) -> OnnxEncoder:
     # Spinning off: the sync shares the process with request threads (see open_session).
-    session = open_session(path, threads, spinning=False)
+    intra = max(1, min(intra_op_threads, threads))
+    session = open_session(path, intra, spinning=False)
     max_len = embedder.max_seq_tokens + 2
-    return OnnxEncoder(session, embedder.tokenizer(), max_len, embedder.batch_size, path)
+    return OnnxEncoder(
+        session,
+        embedder.tokenizer(),
+        max_len,
+        embedder.batch_size,
+        path,
+        parallel=threads // intra,
+    )
 
 
 def _use(embedder: Embedder, onnx: OnnxEncoder, name: str, why: str) -> Embedder:
@@ -116,10 +133,11 @@ def _use(embedder: Embedder, onnx: OnnxEncoder, name: str, why: str) -> Embedder
     if name == "onnx-int8":
         embedder.model_id = f"{embedder.model_id}+int8"
     logger.info(
-        "document encoder: %s (%s, %d threads, batch %d, %s)",
+        "document encoder: %s (%s, %d batches at once x %d threads, batch %d, %s)",
         name,
         why,
-        onnx.threads,
+        onnx.parallel,
+        onnx.intra_op_threads,
         onnx.batch_size,
         onnx.model_path.name,
     )

@@ -118,6 +118,7 @@ def load_embedder(
     encoder: EncoderChoice = "auto",
     cache_dir: str = "",
     threads: int = 0,
+    intra_op_threads: int = 1,
 ) -> Embedder:
     """Load (once per process) the model named in settings and pick its document engine.
 
@@ -128,6 +129,8 @@ def load_embedder(
         encoder: EMBEDDING_ENCODER ("auto", "onnx-int8", "onnx-fp32", "torch").
         cache_dir: MODEL_CACHE_DIR, where ONNX exports are kept; empty: the default.
         threads: EMBEDDING_THREADS; 0 for every core this process may use.
+        intra_op_threads: EMBEDDING_INTRA_OP_THREADS, threads per batch (the rest run
+            other batches at once).
     """
     from sentence_transformers import SentenceTransformer
 
@@ -138,7 +141,7 @@ def load_embedder(
     if model_id == "model":  # the packaged folder is literally called "model"
         model_id = "all-MiniLM-L6-v2"
     embedder = Embedder(model, model_id, batch_size, encoder=f"torch-{device}")
-    return choose_encoder(embedder, encoder, device, cache_dir, threads)
+    return choose_encoder(embedder, encoder, device, cache_dir, threads, intra_op_threads)
 
 
 def embedder_for(settings: Settings) -> Embedder:
@@ -150,4 +153,5 @@ def embedder_for(settings: Settings) -> Embedder:
         settings.embedding_encoder,
         settings.model_cache_dir,
         settings.embedding_threads,
+        settings.embedding_intra_op_threads,
     )

@@ -1,13 +1,15 @@
 """Sentence vectors from an ONNX export: tokenize, run the encoder, mean-pool, normalise.
 
 Used for documents (the sync: big batches, all cores) and for queries (one short text per
-request: one thread, no spinning). The two differ only in their session options.
+request: one thread, no spinning). The two differ in their session options and in how many
+batches run at once.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +55,12 @@ class OnnxEncoder:
 
     Texts are sorted by length and batched, so a batch pads to similar lengths instead of
     to its longest member; the output comes back in input order.
+
+    `parallel` batches run at once, each from its own Python thread on the one session (ONNX
+    Runtime's `run` is thread-safe and releases the GIL). With a 1-thread session that is
+    one batch per core: measured on 2 cores (BENCHMARKS.md, issue 11), 12% more chunks per
+    CPU-second than one batch at a time on 2 intra-op threads, which wait for each other
+    at every op of a small model.
     """
 
     def __init__(
@@ -62,6 +70,8 @@ class OnnxEncoder:
         max_len: int,
         batch_size: int,
         model_path: Path,
+        *,
+        parallel: int = 1,
     ) -> None:
         self._session = session
         self._tokenizer = tokenizer
@@ -71,7 +81,15 @@ class OnnxEncoder:
         self.batch_size = batch_size
         self.model_path = model_path
         self.dim = int(session.get_outputs()[0].shape[-1])
-        self.threads = int(session.get_session_options().intra_op_num_threads)
+        self.intra_op_threads = int(session.get_session_options().intra_op_num_threads)
+        self.parallel = max(1, parallel)
+        # Threads that ONNX Runtime keeps busy in a large embed() call.
+        self.threads = self.intra_op_threads * self.parallel
+        self._pool = (
+            ThreadPoolExecutor(self.parallel, thread_name_prefix="onnx-batch")
+            if self.parallel > 1
+            else None
+        )
 
     def embed(self, texts: list[str]) -> Vectors:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -79,9 +97,17 @@ class OnnxEncoder:
             return out
         encodings = self._tokenizer.encode_batch(texts)
         order = np.argsort([len(e.ids) for e in encodings], kind="stable")
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = self._run([encodings[i] for i in rows])
+        batches = [
+            order[start : start + self.batch_size]
+            for start in range(0, len(order), self.batch_size)
+        ]
+        if self._pool is None or len(batches) == 1:
+            for rows in batches:
+                out[rows] = self._run([encodings[i] for i in rows])
+            return out
+        runs = self._pool.map(lambda rows: self._run([encodings[i] for i in rows]), batches)
+        for rows, vectors in zip(batches, runs, strict=True):
+            out[rows] = vectors
         return out
 
     def _run(self, encodings: list[Encoding]) -> Vectors:

@@ -54,3 +54,28 @@ def test_empty_description_still_indexes_the_name(embedder: Any) -> None:
     chunker = ProductChunker(embedder.tokenizer(), embedder.model_id, 64, 8)
     chunks = chunker.chunk(_product(""))
     assert [c.text for c in chunks] == ["Trail Runner"]
+
+
+def test_a_description_that_fits_is_one_chunk_exactly_as_the_splitter_cuts_it(
+    embedder: Any,
+) -> None:
+    # The chunker skips the splitter when the description fits (one tokenisation instead of
+    # many): the chunks, hence the point ids, must be the splitter's own, at the boundary too.
+    from semantic_text_splitter import TextSplitter
+
+    tok = embedder.tokenizer()
+    chunker = ProductChunker(tok, embedder.model_id, max_tokens=64, overlap_tokens=8)
+    header_tokens = len(tok.encode("Trail Runner", add_special_tokens=False).ids)
+    capacity = 64 - header_tokens - 1
+    splitter = TextSplitter.from_huggingface_tokenizer(tok, capacity, overlap=8)
+    words = long_text("shoe", 12).split()
+    sizes = set()
+    for n in range(1, len(words)):
+        text = " ".join(words[:n])
+        size = len(tok.encode(text, add_special_tokens=False).ids)
+        if size > capacity + 3:
+            break
+        sizes.add(size)
+        expected = [f"Trail Runner\n{piece}" for piece in splitter.chunks(text)]
+        assert [c.text for c in chunker.chunk(_product(text))] == expected
+    assert min(sizes) <= capacity < max(sizes)  # both sides of the boundary were checked
