@@ -292,6 +292,12 @@ def test_arbitrary_json_at_every_route_is_never_a_5xx(
             # without a syncer, so it has no checkpoint.
             assert r.json()["detail"].startswith("not ready: no sync checkpoint")
             continue
+        if template == "/sync/status" and r.status_code == 503:
+            # SYNC_MODE=off reads the table for the lag at most every 5 s; this shard has
+            # no table, so a read that falls due answers 503 naming the table, whatever
+            # the input (a dependency down, not an input the service failed on).
+            assert "cannot open table" in r.json()["detail"]
+            continue
         assert r.status_code < 500, (method, template, body[:200], r.status_code, r.text[:300])
         if r.status_code >= 400:
             assert r.json()["success"] is False
