@@ -82,6 +82,9 @@ class SyncEngine:
         self._process_lock = SyncLock.for_settings(settings)
         self._stop = threading.Event()
         self._observed_at = 0.0
+        # The last observation's failure, raised again until the next read is due: a
+        # status that is 503 once and then 200 with old facts for 5 s would hide it.
+        self._observe_error: RecommenderError | None = None
         store.ensure_collection(embedder.dim)
         cp = self.checkpoint()
         self.totals.checkpoint = cp.completed if cp else None
@@ -110,11 +113,20 @@ class SyncEngine:
         For a process that does not sync (SYNC_MODE=off): its status and lag must still
         come from the table and the store, not from cycles it never runs.
         """
-        if self.running or time.monotonic() - self._observed_at < max_age:
+        if self.running:
+            return
+        if time.monotonic() - self._observed_at < max_age:
+            if self._observe_error is not None:
+                raise self._observe_error
             return
         self._observed_at = time.monotonic()
-        latest = self._open_table(self.settings).latest
-        cp = self.checkpoint()
+        try:
+            latest = self._open_table(self.settings).latest
+            cp = self.checkpoint()
+        except RecommenderError as e:
+            self._observe_error = e
+            raise
+        self._observe_error = None
         self.totals.table_latest = latest.completed if latest else None
         self.totals.checkpoint = cp.completed if cp else None
 

@@ -293,9 +293,9 @@ def test_arbitrary_json_at_every_route_is_never_a_5xx(
             assert r.json()["detail"].startswith("not ready: no sync checkpoint")
             continue
         if template == "/sync/status" and r.status_code == 503:
-            # SYNC_MODE=off reads the table for the lag at most every 5 s; this shard has
-            # no table, so a read that falls due answers 503 naming the table, whatever
-            # the input (a dependency down, not an input the service failed on).
+            # SYNC_MODE=off reads the table for the lag; this shard has no table, so the
+            # status is a 503 naming the table, whatever the input (a dependency down,
+            # not an input the service failed on).
             assert "cannot open table" in r.json()["detail"]
             continue
         assert r.status_code < 500, (method, template, body[:200], r.status_code, r.text[:300])
