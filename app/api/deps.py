@@ -24,7 +24,11 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-def get_services(request: Request) -> Services:
+# Every dependency here is `async def` although none awaits: FastAPI runs a plain `def`
+# dependency in the threadpool, and /search resolved five of them, each a thread hop
+# (~0.2-0.5 ms apiece on 2 busy cores, measured in the request profile, BENCHMARKS.md
+# issue 15). They only read attributes, so on the event loop they cost microseconds.
+async def get_services(request: Request) -> Services:
     services: Services | None = getattr(request.app.state, "services", None)
     if services is None:  # only between app creation and the end of startup
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "service is starting")
@@ -34,23 +38,23 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def get_settings(services: ServicesDep) -> Settings:
+async def get_settings(services: ServicesDep) -> Settings:
     return services.settings
 
 
-def get_retriever(services: ServicesDep) -> Retriever:
+async def get_retriever(services: ServicesDep) -> Retriever:
     return services.retriever
 
 
-def get_generator(services: ServicesDep) -> Generator:
+async def get_generator(services: ServicesDep) -> Generator:
     return services.generator
 
 
-def get_understanding(services: ServicesDep) -> QueryUnderstanding:
+async def get_understanding(services: ServicesDep) -> QueryUnderstanding:
     return services.understanding
 
 
-def get_retrieval_gate(services: ServicesDep) -> RetrievalGate:
+async def get_retrieval_gate(services: ServicesDep) -> RetrievalGate:
     return services.retrieval_gate
 
 
@@ -66,7 +70,7 @@ _key_header = APIKeyHeader(name="X-API-Key", auto_error=False)
 _bearer = HTTPBearer(auto_error=False)
 
 
-def require_api_key(
+async def require_api_key(
     settings: SettingsDep,
     key: Annotated[str | None, Depends(_key_header)],
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],

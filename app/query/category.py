@@ -94,11 +94,27 @@ class CategoryVocabulary:
             if self._categories is None:
                 self._store(self._read())
                 return self._categories or frozenset()
-            due = time.monotonic() - self._read_at >= self.refresh_seconds
-            if due and not self._refreshing:
-                self._refreshing = True
-                threading.Thread(target=self._refresh, name="category-refresh", daemon=True).start()
+            self._schedule_refresh_if_due()
             return self._categories
+
+    def peek(self) -> frozenset[str] | None:
+        """The categories without blocking (safe on the event loop): None until the first
+        read is done, or while another thread holds the lock; schedules a due refresh."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._categories is None:
+                return None
+            self._schedule_refresh_if_due()
+            return self._categories
+        finally:
+            self._lock.release()
+
+    def _schedule_refresh_if_due(self) -> None:
+        due = time.monotonic() - self._read_at >= self.refresh_seconds
+        if due and not self._refreshing:
+            self._refreshing = True
+            threading.Thread(target=self._refresh, name="category-refresh", daemon=True).start()
 
     def _refresh(self) -> None:
         found = self._read()  # outside the lock: callers keep the last list meanwhile

@@ -38,8 +38,11 @@ class QueryUnderstanding:
         self.currency_symbol = currency_symbol
 
     async def parse(self, query: str) -> ParsedQuery:
-        # The first call (and one every CATEGORY_REFRESH_SECONDS) scrolls the store.
-        categories = await asyncio.to_thread(self.vocabulary.get)
+        # Only the first call blocks on a store scroll (later refreshes run in the
+        # background): after it, no thread hop per request.
+        categories = self.vocabulary.peek()
+        if categories is None:
+            categories = await asyncio.to_thread(self.vocabulary.get)
         parsed = self.offline.parse(query, categories)
         if self.llm is None:
             record_parse("offline")

@@ -73,4 +73,6 @@ def open_store(settings: Settings) -> VectorStore:
     from app.store.edge_store import EdgeStore
 
     logger.info("vector store: qdrant-edge at %s", settings.qdrant_path)
-    return EdgeStore(settings.qdrant_path, collection=collection)
+    return EdgeStore(
+        settings.qdrant_path, collection=collection, search_threads=settings.qdrant_search_threads
+    )

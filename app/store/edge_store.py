@@ -46,6 +46,8 @@ class EdgeStore(StoreCore):
     """Args:
     path: the shard folder; created by `ensure_collection` if it holds no shard yet.
     collection: a name for log and error context only (the folder is the collection).
+    search_threads: the engine's search pool size (QDRANT_SEARCH_THREADS); None = the
+        engine's default, one per CPU.
     """
 
     _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
@@ -54,15 +56,39 @@ class EdgeStore(StoreCore):
         "float": qe.PayloadSchemaType.Float,
     }
 
-    def __init__(self, path: str | os.PathLike[str], *, collection: str = "products") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        collection: str = "products",
+        search_threads: int | None = None,
+    ) -> None:
         super().__init__(backend=BACKEND, collection=collection)
         self._path = Path(path)
+        self._search_threads = search_threads
         self._shard: qe.EdgeShard | None = None
         self._checked_dim: int | None = None
         if (self._path / _SHARD_MARKER).exists():
             started = time.perf_counter()
-            self._shard = self._call("load", qe.EdgeShard.load, str(self._path))
+            self._shard = self._load()
             logger.info("opened edge shard %s in %.2fs", self._path, time.perf_counter() - started)
+
+    def _load(self) -> qe.EdgeShard:
+        if self._search_threads is None:
+            return self._call("load", qe.EdgeShard.load, str(self._path))
+        # A load config must name a vector; given only the sparse one, the engine keeps
+        # the shard's dense config and applies (and persists) the thread count.
+        config = qe.EdgeConfig(
+            sparse_vectors=_sparse_params(), max_search_threads=self._search_threads
+        )
+        try:
+            return qe.EdgeShard.load(str(self._path), config)
+        except Exception as e:
+            if "incompatible" not in str(e).lower():
+                raise self._error("load failed", e) from e
+            # A shard from before hybrid search: open it as it is, so that
+            # ensure_collection reports it with the way out (_require_sparse).
+            return self._call("load", qe.EdgeShard.load, str(self._path))
 
     def _error(self, message: str, cause: Exception) -> StoreError:
         text = f"{message}: {cause}"
@@ -96,9 +122,11 @@ class EdgeStore(StoreCore):
         if self._shard is None:
             logger.info("creating edge shard %s (%d-d, cosine)", self._path, dim)
             vectors = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
-            # IDF is computed by the engine over the shard at query time.
-            sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
-            config = qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
+            config = qe.EdgeConfig(
+                vectors=vectors,
+                sparse_vectors=_sparse_params(),
+                max_search_threads=self._search_threads,
+            )
             self._path.mkdir(parents=True, exist_ok=True)
             # A checkpoint left in the folder describes vectors that are gone: it must not
             # outlive them (the next cycle bootstraps instead of resuming over nothing).
@@ -279,6 +307,11 @@ class EdgeStore(StoreCore):
         if shard is not None:
             self._call("flush", shard.flush)
             self._call("close", shard.close)
+
+
+def _sparse_params() -> dict[str, qe.EdgeSparseVectorParams]:
+    # IDF is computed by the engine over the shard at query time.
+    return {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
 
 
 def _write_atomically(path: Path, text: str) -> None:
