@@ -3,7 +3,7 @@
 Everything runs on loopback, each part in its own process so the service's CPU and RSS
 are its own: the real service (uvicorn, `SYNC_MODE=off`) over the demo catalog in an
 embedded qdrant-edge shard (written by the sync's own applier, no JVM), a stand-in LLM
-(uvicorn, `/v1/chat/completions`) that answers after a set delay, hangs or fails, and this
+(bench/rawhttp.py, `/v1/chat/completions`) that answers after a set delay, hangs or fails, and this
 client. Requests go out at a fixed arrival rate whatever the latency (open loop), and
 latency is measured from the moment each request was *due*, so a client falling behind
 is counted against the service, not hidden.
@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.eval.data import DEFAULT_QUERIES, load_queries  # noqa: E402
+from bench.rawhttp import Pool, serve  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -46,55 +47,46 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # --- the stand-in LLM (its own process: `bench/load.py serve-llm`) -----------------------------
 def serve_llm(port: int, delay: float, mode: str) -> None:
-    """answer: after `delay` s, a grounded answer naming the first product; hang; fail: 500."""
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
+    """answer: after `delay` s, a grounded answer naming the first product; hang; fail: 500.
 
+    On bench.rawhttp rather than uvicorn: it shares the 2 cores with the service being
+    measured, so it must cost as little per call as the load client does.
+    """
     state: dict[str, str | float] = {"mode": mode, "delay": delay}
 
-    async def completions(request: Request) -> JSONResponse:
-        body = await request.json()
+    async def handle(method: str, path: str, raw: bytes) -> tuple[int, bytes]:
+        body = json.loads(raw or b"{}")
+        if path == "/mode":
+            state.update(body)
+            return 200, json.dumps(state).encode()
+        if path != "/v1/chat/completions":
+            return 404, b'{"error": {"message": "not found"}}'
         if state["mode"] == "hang":
             await asyncio.sleep(3600)
         if state["mode"] == "fail":
-            return JSONResponse({"error": {"message": "stand-in failure"}}, status_code=500)
+            return 500, b'{"error": {"message": "stand-in failure"}}'
         await asyncio.sleep(float(state["delay"]))
         user = str(body["messages"][-1]["content"])
         block = user.split("<products>", 1)[1].split("</products>", 1)[0]
         products = json.loads(block)
         text = f"I recommend {products[0]['name']} [id:{products[0]['id']}]." if products else "-"
-        return JSONResponse(
-            {
-                "id": "chatcmpl-standin",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "standin"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            }
-        )
+        answer = {
+            "id": "chatcmpl-standin",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "standin"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+        return 200, json.dumps(answer).encode()
 
-    async def set_mode(request: Request) -> JSONResponse:
-        state.update(await request.json())
-        return JSONResponse(state)
-
-    app = Starlette(
-        routes=[
-            Route("/v1/chat/completions", completions, methods=["POST"]),
-            Route("/mode", set_mode, methods=["POST"]),
-        ]
-    )
-    # A deep accept queue: the stand-in must not be the bottleneck being measured.
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=4096)
+    asyncio.run(serve(handle, "127.0.0.1", port))
 
 
 # --- processes ------------------------------------------------------------------------------
@@ -180,6 +172,9 @@ class PhaseResult:
     answers: Counter[str] = field(default_factory=Counter)
     health: list[float] = field(default_factory=list)
     cpu: float = 0.0
+    client_cpu: float = 0.0
+    llm_cpu: float = 0.0
+    connections: int = 0
     rss_start: float = 0.0
     rss_end: float = 0.0
 
@@ -202,56 +197,62 @@ async def drive(
     url: str, queries: list[str], rate: float, seconds: float, result: PhaseResult | None
 ) -> None:
     """`rate` requests a second for `seconds`, each sent when due; result None: warm-up."""
-    limits = httpx.Limits(max_connections=4000, max_keepalive_connections=4000)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+    host, port = url.removeprefix("http://").split(":")
+    pool = Pool(host, int(port))
+    bodies = [json.dumps({"query": q}).encode() for q in queries]
 
-        async def one(due: float, query: str) -> None:
-            try:
-                r = await client.post("/recommend", json={"query": query})
-                elapsed = time.perf_counter() - due
-                if r.status_code != 200:
-                    kind = f"http {r.status_code}"
-                else:
-                    body = r.json()
-                    kind = ""
-                    how = body["generator"]
-                    if body["degraded"]:
-                        how += f" ({body.get('degraded_reason')})"
-            except httpx.HTTPError as e:
-                elapsed, kind = time.perf_counter() - due, type(e).__name__
-            if result is None:
-                return
-            if kind:
-                result.errors[kind] += 1
+    async def one(due: float, body: bytes) -> None:
+        try:
+            status, raw = await pool.request("POST", "/recommend", body)
+            elapsed = time.perf_counter() - due
+            if status != 200:
+                kind = f"http {status}"
             else:
-                result.latencies.append(elapsed)
-                result.answers[how] += 1
+                answer = json.loads(raw)
+                kind = ""
+                how = answer["generator"]
+                if answer["degraded"]:
+                    how += f" ({answer.get('degraded_reason')})"
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
+            elapsed, kind = time.perf_counter() - due, type(e).__name__
+        if result is None:
+            return
+        if kind:
+            result.errors[kind] += 1
+        else:
+            result.latencies.append(elapsed)
+            result.answers[how] += 1
 
-        async def probe_health(stop_at: float) -> None:
-            while time.perf_counter() < stop_at:
-                started = time.perf_counter()
-                try:
-                    await client.get("/health")
-                    if result is not None:
-                        result.health.append(time.perf_counter() - started)
-                except httpx.HTTPError:
-                    if result is not None:
-                        result.errors["health"] += 1
-                await asyncio.sleep(0.5)
+    async def probe_health(stop_at: float) -> None:
+        while time.perf_counter() < stop_at:
+            started = time.perf_counter()
+            try:
+                await pool.request("GET", "/health")
+                if result is not None:
+                    result.health.append(time.perf_counter() - started)
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError):
+                if result is not None:
+                    result.errors["health"] += 1
+            await asyncio.sleep(0.5)
 
-        start = time.perf_counter()
-        total = int(rate * seconds)
-        tasks = [asyncio.create_task(probe_health(start + seconds))]
-        for i in range(total):
-            due = start + i / rate
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(due, queries[i % len(queries)])))
-        await asyncio.gather(*tasks)
+    start = time.perf_counter()
+    total = int(rate * seconds)
+    tasks = [asyncio.create_task(probe_health(start + seconds))]
+    for i in range(total):
+        due = start + i / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(due, bodies[i % len(bodies)])))
+    await asyncio.gather(*tasks)
+    await pool.close()
+    if result is not None:
+        result.connections = pool.opened
 
 
-def run_phase(phase: Phase, url: str, pid: int, queries: list[str], warmup: float) -> PhaseResult:
+def run_phase(
+    phase: Phase, url: str, pid: int, llm_pid: int, queries: list[str], warmup: float
+) -> PhaseResult:
     rate, seconds = phase.rate, phase.seconds
     print(f"[load] {phase.name}: {rate:g} req/s for {seconds:g} s (+{warmup:g} s warm-up)")
     eta = time.localtime(time.time() + seconds + warmup + 5)
@@ -260,10 +261,13 @@ def run_phase(phase: Phase, url: str, pid: int, queries: list[str], warmup: floa
         asyncio.run(drive(url, queries, rate, warmup, None))
     result = PhaseResult(phase.name, rate, seconds)
     result.rss_start, cpu_start = rss_mib(pid), cpu_seconds(pid)
+    client_start, llm_start = time.process_time(), cpu_seconds(llm_pid)
     started = time.perf_counter()
     asyncio.run(drive(url, queries, rate, seconds, result))
     result.seconds = time.perf_counter() - started
     result.cpu, result.rss_end = cpu_seconds(pid) - cpu_start, rss_mib(pid)
+    result.client_cpu = time.process_time() - client_start
+    result.llm_cpu = cpu_seconds(llm_pid) - llm_start
     return result
 
 
@@ -287,7 +291,15 @@ def report(r: PhaseResult, llm_delay: float | None, offline_cpu: float | None) -
     line = f"   CPU {r.cpu:.1f} s, {r.cpu_per_request() * 1000:.2f} ms/request"
     if offline_cpu:
         line += f" ({r.cpu_per_request() / offline_cpu:.2f}x offline)"
-    print(line, flush=True)
+    print(line)
+    # The client and the stand-in share the cores with the service: their cost is shown
+    # so that a run where they, not the service, ran out of CPU is visible as such.
+    n = max(r.requests, 1)
+    print(
+        f"   load client CPU {r.client_cpu * 1000 / n:.2f} ms/request ({r.connections} "
+        f"connections), stand-in LLM CPU {r.llm_cpu:.1f} s",
+        flush=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -364,7 +376,7 @@ def main() -> None:
             if not offline:
                 httpx.post(f"http://127.0.0.1:{llm_port}/mode", json={"mode": phase.kind})
             url = f"http://127.0.0.1:{port}"
-            result = run_phase(phase, url, service.pid, queries, args.warmup)
+            result = run_phase(phase, url, service.pid, llm.pid, queries, args.warmup)
             results.append(result)
             # Reported as each phase ends: a long run is readable while it goes on.
             report(result, args.llm_delay if phase.kind == "answer" else None, offline_cpu(results))

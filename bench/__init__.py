@@ -1,0 +1,1 @@
+"""Benchmark scripts (run as files: `python bench/NAME.py`)."""
