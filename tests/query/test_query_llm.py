@@ -166,7 +166,10 @@ def test_vocabulary_reads_the_categories_from_the_store(embedder: Any) -> None:
         embedder,
     )
     vocabulary = CategoryVocabulary(store, refresh_seconds=1)
+    # peek() is what the event loop calls: it never reads the store itself.
+    assert vocabulary.peek() is None
     assert vocabulary.get() == {"audio", "kitchen"}
+    assert vocabulary.peek() == frozenset({"audio", "kitchen"})
     # A category that arrives later is picked up by a background refresh; callers keep
     # getting the last list meanwhile, without waiting on the store.
     ChunkApplier(store, embedder, chunker_for(settings, embedder)).apply(

@@ -283,6 +283,31 @@ def test_edge_reopen_sees_points_and_state(tmp_path: Path) -> None:
         reopened.close()
 
 
+def test_edge_search_threads_apply_to_an_existing_shard(tmp_path: Path) -> None:
+    # QDRANT_SEARCH_THREADS reaches the engine on create and on every later load (where
+    # the engine persists it in its config), and changing it keeps the data as it is.
+    import json
+
+    path = tmp_path / "shard"
+    store = EdgeStore(path, search_threads=3)
+    store.ensure_collection(DIM)
+    points = make_points()
+    store.upsert(points)
+    query = np.asarray(points[0].vector, dtype=np.float32)
+    before = store.search_products(query, limit=5, chunks_per_product=2)
+    store.close()
+    assert json.loads((path / "edge_config.json").read_text())["max_search_threads"] == 3
+
+    reopened = EdgeStore(path, search_threads=1)
+    try:
+        reopened.ensure_collection(DIM)
+        assert json.loads((path / "edge_config.json").read_text())["max_search_threads"] == 1
+        assert reopened.count() == len(points)
+        assert reopened.search_products(query, limit=5, chunks_per_product=2) == before
+    finally:
+        reopened.close()
+
+
 def test_edge_acknowledged_writes_survive_a_killed_process(tmp_path: Path) -> None:
     # The writer never closes the shard: os._exit skips every clean-up path.
     path = tmp_path / "shard"
