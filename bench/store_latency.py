@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from app.store.base import ChunkPoint, SearchFilter, VectorStore
-from app.store.edge_store import EdgeStore
+from app.store.edge_store import FLUSH_AFTER_POINTS, FLUSH_AFTER_SECONDS, EdgeStore
 
 CATEGORIES = [f"cat-{i:02d}" for i in range(20)]
 FILTERS: dict[str, SearchFilter | None] = {
@@ -151,11 +151,19 @@ def main() -> None:
         path = Path(args.path) if args.path else Path(tmp) / "edge"
         edge = EdgeStore(path)
         took = load(edge, points, args.dim, args.batch)
-        print(f"edge: load {took:.1f}s ({args.points / took:,.0f} points/s, flush per call)")
+        print(
+            f"edge: load {took:.1f}s ({args.points / took:,.0f} points/s, "
+            f"flush every {FLUSH_AFTER_POINTS:,} points / {FLUSH_AFTER_SECONDS:.0f} s)"
+        )
         exact = bench_searches("edge before optimize", edge, queries)
 
         small = points[:32]
-        flush_samples = [timed(lambda: edge.upsert(small))[0] for _ in range(10)]
+
+        def upsert_and_flush() -> None:
+            edge.upsert(small)
+            edge.flush()
+
+        flush_samples = [timed(upsert_and_flush)[0] for _ in range(10)]
         print(f"  edge upsert of 32 points + flush: {percentiles(flush_samples)}")
 
         if not args.skip_optimize:

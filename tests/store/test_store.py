@@ -339,6 +339,89 @@ def test_edge_acknowledged_writes_survive_a_killed_process(tmp_path: Path) -> No
         store.close()
 
 
+def test_edge_unflushed_writes_survive_a_killed_process(tmp_path: Path) -> None:
+    # What EdgeStore's flush policy rests on (module docstring, "Durability"): the engine's
+    # WAL is replayed on load, so writes never flushed (no save_state, no close, the flush
+    # bounds out of reach) are all there after SIGKILL: upserts, payload updates, deletes.
+    # If a qdrant-edge upgrade breaks this, flush per call again (FLUSH_AFTER_POINTS = 0).
+    path = tmp_path / "shard"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from app.store import PayloadUpdate
+        from app.store import edge_store
+        from tests.store.test_store import make_points
+        edge_store.FLUSH_AFTER_POINTS = 10**9
+        edge_store.FLUSH_AFTER_SECONDS = float("inf")
+        store = edge_store.EdgeStore({str(path)!r})
+        store.ensure_collection({DIM})
+        flushes = []
+        real_flush = store.flush
+        store.flush = lambda: flushes.append(1) or real_flush()
+        points = make_points()
+        store.upsert(points[:100])
+        store.upsert(points[100:])
+        store.set_payloads([PayloadUpdate([points[0].id], {{"price": 1.25}})])
+        store.delete([points[1].id])
+        assert store.count() == 139 and not flushes
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, timeout=120)
+    assert done.returncode == -9  # killed, not an assertion failure in the script
+    store = EdgeStore(path)
+    try:
+        assert store.count() == 139
+        assert store.load_state() is None
+        points = make_points()
+        chunks = {c.id: c for c in store.chunks_for_products([0])}
+        assert chunks[points[0].id].payload["price"] == 1.25
+        assert points[1].id not in chunks
+        stored = {c.id for c in store.iter_chunks()}
+        assert stored == {p.id for p in points} - {points[1].id}
+    finally:
+        store.close()
+
+
+def test_edge_flushes_every_n_points_or_seconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.store import edge_store
+
+    store = EdgeStore(tmp_path / "shard")
+    store.ensure_collection(DIM)
+    flushes: list[int] = []
+    real_flush = store.flush
+
+    def counted() -> None:
+        flushes.append(1)
+        real_flush()
+
+    monkeypatch.setattr(store, "flush", counted)
+    monkeypatch.setattr(edge_store, "FLUSH_AFTER_POINTS", 100)
+    monkeypatch.setattr(edge_store, "FLUSH_AFTER_SECONDS", float("inf"))
+    points = make_points()
+    try:
+        store.upsert(points[:60])
+        assert not flushes
+        store.upsert(points[60:120])  # 120 unflushed >= 100
+        assert len(flushes) == 1
+        store.upsert(points[120:])  # 20 since the flush
+        assert len(flushes) == 1
+        monkeypatch.setattr(edge_store, "FLUSH_AFTER_SECONDS", 0.0)
+        store.set_payloads([PayloadUpdate([points[0].id], {"price": 2.5})])
+        assert len(flushes) == 2
+        monkeypatch.setattr(edge_store, "FLUSH_AFTER_SECONDS", float("inf"))
+        store.delete([points[1].id])
+        assert len(flushes) == 2
+        store.save_state({"checkpoint": "x"})  # the checkpoint is always written after one
+        assert len(flushes) == 3
+        assert store.count() == len(points) - 1  # unflushed writes are visible at once
+    finally:
+        store.close()
+
+
 def test_edge_shard_is_single_process(tmp_path: Path) -> None:
     store = EdgeStore(tmp_path / "shard")
     store.ensure_collection(DIM)
