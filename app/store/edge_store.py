@@ -7,6 +7,12 @@ after the shard is flushed: it is never ahead of the vectors it describes.
 
 The engine builds no HNSW index by itself: `optimize()` does, and takes minutes at 100k
 points. Until then search is exact (a few ms at 100k), which is correct, just slower.
+
+Dense vectors are stored `memory=cold`: memory-mapped and read on demand, not read into
+the page cache and mapped whole when the shard opens (the engine's default, `cached`:
+1.5 GB resident at 1M chunks in every process that opens the shard, even one that reads
+no vector). A shard created with the old default is switched when it is opened (see
+`_open_shard`).
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ BACKEND = "qdrant-edge"
 STATE_FILE = "sync_state.json"
 # Written by the engine when a shard is created; its presence means "load, don't create".
 _SHARD_MARKER = "edge_config.json"
+DENSE_MEMORY = qe.Memory.Cold
+# A filter no point matches: probes that must check the shard's vectors without reading them.
+_NO_POINT = qe.Filter(must=[qe.HasIdCondition({"00000000-0000-0000-0000-000000000000"})])
 
 
 class EdgeStore(StoreCore):
@@ -61,8 +70,34 @@ class EdgeStore(StoreCore):
         self._checked_dim: int | None = None
         if (self._path / _SHARD_MARKER).exists():
             started = time.perf_counter()
-            self._shard = self._call("load", qe.EdgeShard.load, str(self._path))
+            self._shard = self._open_shard()
             logger.info("opened edge shard %s in %.2fs", self._path, time.perf_counter() - started)
+
+    def _open_shard(self) -> qe.EdgeShard:
+        """Load the shard; one created with its dense vectors `cached` is switched to `cold`.
+
+        The engine persists the new config (edge_config.json) and writes new segments cold
+        at once; a segment written before keeps its layout, so it still works, and still
+        maps its vectors whole on open, until an `optimize()` rewrites it (the sync runs one
+        after OPTIMIZE_AFTER_UNINDEXED new chunks). Nothing is rebuilt or re-embedded.
+        """
+        path = str(self._path)
+        dense = _persisted_dense_params(self._path / _SHARD_MARKER)
+        if dense is None or dense.get("memory") == "cold":
+            return self._call("load", qe.EdgeShard.load, path)
+        logger.warning(
+            "edge shard %s keeps its dense vectors in RAM (memory=%s, the engine's old "
+            "default): switching it to memory=cold; segments written from now on are cold, "
+            "the existing ones until the next optimize rewrites them",
+            self._path,
+            dense.get("memory", "cached"),
+        )
+        vectors = qe.EdgeVectorParams(
+            size=int(dense["size"]),
+            distance=getattr(qe.Distance, str(dense["distance"])),
+            memory=DENSE_MEMORY,
+        )
+        return self._call("load", qe.EdgeShard.load, path, qe.EdgeConfig(vectors=vectors))
 
     def _error(self, message: str, cause: Exception) -> StoreError:
         text = f"{message}: {cause}"
@@ -95,10 +130,7 @@ class EdgeStore(StoreCore):
             return  # the open shard cannot be dropped under this process: checked once
         if self._shard is None:
             logger.info("creating edge shard %s (%d-d, cosine)", self._path, dim)
-            vectors = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
-            # IDF is computed by the engine over the shard at query time.
-            sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
-            config = qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
+            config = _shard_config(dim)
             self._path.mkdir(parents=True, exist_ok=True)
             # A checkpoint left in the folder describes vectors that are gone: it must not
             # outlive them (the next cycle bootstraps instead of resuming over nothing).
@@ -109,8 +141,9 @@ class EdgeStore(StoreCore):
             self._shard = self._call("create", qe.EdgeShard.create, str(self._path), config)
         else:
             # The engine exposes no vector config; a probe query of the wanted size fails
-            # with a dimension error if the shard was built for another model.
-            probe = qe.QueryRequest(limit=1, query=qe.Query.Nearest([1.0] * dim))
+            # with a dimension error if the shard was built for another model. Filtered to
+            # no point, it checks the size without reading (and mapping) every vector.
+            probe = qe.QueryRequest(limit=1, query=qe.Query.Nearest([1.0] * dim), filter=_NO_POINT)
             self._call(f"probe for {dim}-d vectors", self._shard.query, probe)
             self._require_sparse(self._shard)
         existing = self._call("info", self._require().info).payload_schema
@@ -122,7 +155,9 @@ class EdgeStore(StoreCore):
 
     def _require_sparse(self, shard: qe.EdgeShard) -> None:
         probe = qe.QueryRequest(
-            limit=1, query=qe.Query.Nearest(qe.SparseVector([0], [1.0]), using=SPARSE_VECTOR)
+            limit=1,
+            query=qe.Query.Nearest(qe.SparseVector([0], [1.0]), using=SPARSE_VECTOR),
+            filter=_NO_POINT,
         )
         try:
             shard.query(probe)
@@ -279,6 +314,30 @@ class EdgeStore(StoreCore):
         if shard is not None:
             self._call("flush", shard.flush)
             self._call("close", shard.close)
+
+
+def _shard_config(dim: int) -> qe.EdgeConfig:
+    vectors = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, memory=DENSE_MEMORY)
+    # IDF is computed by the engine over the shard at query time.
+    sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
+
+
+def _persisted_dense_params(config_file: Path) -> dict[str, Any] | None:
+    """The default dense vector's params as the engine persisted them, None if unreadable
+    (then the shard is loaded as it is: the switch to cold is an optimisation only)."""
+    try:
+        params = json.loads(config_file.read_text(encoding="utf-8"))["vectors"][""]
+        if (
+            isinstance(params, dict)
+            and "size" in params
+            and hasattr(qe.Distance, str(params.get("distance")))
+        ):
+            return params
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    logger.warning("cannot read the dense vector params in %s: loading as is", config_file)
+    return None
 
 
 def _write_atomically(path: Path, text: str) -> None:
