@@ -155,6 +155,10 @@ class RssProbe:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self._sample(with_smaps=False)
+
+    def sample(self) -> None:
+        """A sample with smaps now (call it before the store closes: closing unmaps it)."""
         self._sample(with_smaps=True)
 
     def _sample(self, *, with_smaps: bool) -> None:
@@ -239,6 +243,7 @@ def phase_sync(work: Path, n: int, phase: str) -> dict[str, Any]:
         store = open_store(s)
         try:
             out = _run_phase(s, store, engine_module, phase, mirror_verify)
+            probe.sample()
         finally:
             store.close()
     out["rss"] = probe.report()
