@@ -27,10 +27,13 @@ import hashlib
 import json
 import logging
 import os
+import re
 import resource
 import subprocess
 import sys
+import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any, cast
 
@@ -84,6 +87,100 @@ def settings_for(work: Path, n: int) -> Settings:
         qdrant_path=str(work / f"qdrant-{n}"),
         sync_lock_dir=str(work),
     )
+
+
+# --- memory probe: VmHWM is the figure; sampled status + smaps say what it was made of
+_STATUS_KEYS = ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem")
+_CATEGORIES = (
+    ("vector_storage-", "shard: sparse (BM25) vectors"),
+    ("vector_index-", "shard: sparse (BM25) index"),
+    ("vector_storage/", "shard: dense vectors"),
+    ("payload_storage/", "shard: payload"),
+    ("payload_index/", "shard: payload index"),
+    ("id_tracker", "shard: id tracker"),
+    ("/wal/", "shard: WAL"),
+    ("/segments/", "shard: other"),
+    (".so", "shared libraries"),
+)
+
+
+def status_mb() -> dict[str, float]:
+    out: dict[str, float] = {}
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in _STATUS_KEYS:
+                out[key] = int(rest.split()[0]) / 1024
+    return out
+
+
+def _category(path: str) -> str:
+    if not path or path.startswith("["):
+        return "anonymous" if path in ("", "[heap]") or path.startswith("[anon") else "other"
+    for needle, name in _CATEGORIES:
+        if needle in path:
+            return name
+    return "other files"
+
+
+def smaps_mb() -> dict[str, float]:
+    """Resident MB per category of mapping."""
+    totals: dict[str, float] = defaultdict(float)
+    header = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
+    category = "other"
+    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if header.match(line):
+                parts = line.split(maxsplit=5)
+                category = _category(parts[5].strip() if len(parts) > 5 else "")
+            elif line.startswith("Rss:"):
+                totals[category] += int(line.split()[1]) / 1024
+    return {k: round(v, 1) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
+
+
+class RssProbe:
+    def __init__(self, interval: float = 0.2, smaps_every: int = 10) -> None:
+        self._interval = interval
+        self._smaps_every = smaps_every
+        self._stop = threading.Event()
+        self._peak: dict[str, float] = {}
+        self._smaps_at_peak: dict[str, float] = {}
+        self._smaps_peak_rss = 0.0
+        self._thread = threading.Thread(target=self._run, name="rss-probe", daemon=True)
+
+    def __enter__(self) -> RssProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample(with_smaps=False)
+
+    def sample(self) -> None:
+        """A sample with smaps now (call it before the store closes: closing unmaps it)."""
+        self._sample(with_smaps=True)
+
+    def _sample(self, *, with_smaps: bool) -> None:
+        now = status_mb()
+        for k, v in now.items():
+            self._peak[k] = max(self._peak.get(k, 0.0), v)
+        if with_smaps and now.get("VmRSS", 0.0) >= self._smaps_peak_rss:
+            self._smaps_peak_rss = now["VmRSS"]
+            self._smaps_at_peak = smaps_mb()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.wait(self._interval):
+            i += 1
+            self._sample(with_smaps=i % self._smaps_every == 0)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "vm_hwm_mb": round(status_mb()["VmHWM"], 1),
+            "sampled_peak_mb": {k: round(v, 1) for k, v in self._peak.items() if k != "VmHWM"},
+            "smaps_at_sampled_peak_mb": self._smaps_at_peak,
+        }
 
 
 # --- child phases ---------------------------------------------------------------------
@@ -142,34 +239,44 @@ def phase_sync(work: Path, n: int, phase: str) -> dict[str, Any]:
     # Excluded from the figures (see the module docstring).
     engine_module.OPTIMIZE_AFTER_UNINDEXED = 1 << 62
     s = settings_for(work, n)
-    store = open_store(s)
-    try:
-        engine = engine_module.SyncEngine(s, store, cast(Embedder, HashEmbedder()))
-        started = time.monotonic()
-        if phase == "verify":
-            report = mirror_verify(s, store, engine.chunker)
-            out: dict[str, Any] = {
-                "missing": report.missing,
-                "stale": report.stale,
-                "extra": report.extra,
-                "chunks": report.stored_chunks,
-                "products": report.products,
-            }
-        else:
-            cycle = engine.run_cycle(full=phase == "full")
-            out = {
-                "mode": cycle.mode,
-                "rows": cycle.rows,
-                "embedded": cycle.embedded,
-                "skipped": cycle.skipped,
-                "deleted": cycle.deleted,
-                "key_reconciliation": cycle.key_reconciliation,
-                "removal_scan": cycle.removal_scan,
-            }
-        out["seconds"] = time.monotonic() - started
-        return out
-    finally:
-        store.close()
+    with RssProbe() as probe:
+        store = open_store(s)
+        try:
+            out = _run_phase(s, store, engine_module, phase, mirror_verify)
+            probe.sample()
+        finally:
+            store.close()
+    out["rss"] = probe.report()
+    return out
+
+
+def _run_phase(
+    s: Settings, store: Any, engine_module: Any, phase: str, mirror_verify: Any
+) -> dict[str, Any]:
+    engine = engine_module.SyncEngine(s, store, cast(Embedder, HashEmbedder()))
+    started = time.monotonic()
+    if phase == "verify":
+        report = mirror_verify(s, store, engine.chunker)
+        out: dict[str, Any] = {
+            "missing": report.missing,
+            "stale": report.stale,
+            "extra": report.extra,
+            "chunks": report.stored_chunks,
+            "products": report.products,
+        }
+    else:
+        cycle = engine.run_cycle(full=phase == "full")
+        out = {
+            "mode": cycle.mode,
+            "rows": cycle.rows,
+            "embedded": cycle.embedded,
+            "skipped": cycle.skipped,
+            "deleted": cycle.deleted,
+            "key_reconciliation": cycle.key_reconciliation,
+            "removal_scan": cycle.removal_scan,
+        }
+    out["seconds"] = time.monotonic() - started
+    return out
 
 
 # --- parent ---------------------------------------------------------------------------

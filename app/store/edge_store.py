@@ -29,6 +29,12 @@ tests/store/test_store.py and tests/sync/test_sync_kill.py):
 
 The engine builds no HNSW index by itself: `optimize()` does, and takes minutes at 100k
 points. Until then search is exact (a few ms at 100k), which is correct, just slower.
+
+Dense vectors are stored `memory=cold`: memory-mapped and read on demand, not read into
+the page cache and mapped whole when the shard opens (the engine's default, `cached`:
+1.5 GB resident at 1M chunks in every process that opens the shard, even one that reads
+no vector). A shard created with the old default is switched when it is opened (see
+`_open_shard`).
 """
 
 from __future__ import annotations
@@ -69,6 +75,9 @@ _SHARD_MARKER = "edge_config.json"
 # 20k points, and keep an unflushed WAL under ~70 MB and ~1.5 s of replay on load.
 FLUSH_AFTER_POINTS = 20_000
 FLUSH_AFTER_SECONDS = 30.0
+DENSE_MEMORY = qe.Memory.Cold
+# A filter no point matches: probes that must check the shard's vectors without reading them.
+_NO_POINT = qe.Filter(must=[qe.HasIdCondition({"00000000-0000-0000-0000-000000000000"})])
 
 
 class EdgeStore(StoreCore):
@@ -102,25 +111,43 @@ class EdgeStore(StoreCore):
         self._flushed_at = time.monotonic()
         if (self._path / _SHARD_MARKER).exists():
             started = time.perf_counter()
-            self._shard = self._load()
+            self._shard = self._open_shard()
             logger.info("opened edge shard %s in %.2fs", self._path, time.perf_counter() - started)
 
-    def _load(self) -> qe.EdgeShard:
-        if self._search_threads is None:
-            return self._call("load", qe.EdgeShard.load, str(self._path))
-        # A load config must name a vector; given only the sparse one, the engine keeps
-        # the shard's dense config and applies (and persists) the thread count.
-        config = qe.EdgeConfig(
-            sparse_vectors=_sparse_params(), max_search_threads=self._search_threads
+    def _open_shard(self) -> qe.EdgeShard:
+        """Load the shard with this process's search pool size (persisted by the engine);
+        one created with its dense vectors `cached` is switched to `cold`.
+
+        The engine persists the new config (edge_config.json) and writes new segments cold
+        at once; a segment written before keeps its layout, so it still works, and still
+        maps its vectors whole on open, until an `optimize()` rewrites it (the sync runs one
+        after OPTIMIZE_AFTER_UNINDEXED new chunks). Nothing is rebuilt or re-embedded.
+        """
+        path = str(self._path)
+        dense = _persisted_dense_params(self._path / _SHARD_MARKER)
+        if dense is None:
+            return self._call("load", qe.EdgeShard.load, path)
+        cold = dense.get("memory") == "cold"
+        if cold and self._search_threads is None:
+            return self._call("load", qe.EdgeShard.load, path)
+        if not cold:
+            logger.warning(
+                "edge shard %s keeps its dense vectors in RAM (memory=%s, the engine's old "
+                "default): switching it to memory=cold; segments written from now on are cold, "
+                "the existing ones until the next optimize rewrites them",
+                self._path,
+                dense.get("memory", "cached"),
+            )
+        # A load config must name a vector: the dense one as persisted, cold. Given no
+        # sparse config the engine keeps the shard's own (none on a pre-hybrid shard, which
+        # ensure_collection then reports with the way out).
+        vectors = qe.EdgeVectorParams(
+            size=int(dense["size"]),
+            distance=getattr(qe.Distance, str(dense["distance"])),
+            memory=DENSE_MEMORY,
         )
-        try:
-            return qe.EdgeShard.load(str(self._path), config)
-        except Exception as e:
-            if "incompatible" not in str(e).lower():
-                raise self._error("load failed", e) from e
-            # A shard from before hybrid search: open it as it is, so that
-            # ensure_collection reports it with the way out (_require_sparse).
-            return self._call("load", qe.EdgeShard.load, str(self._path))
+        config = qe.EdgeConfig(vectors=vectors, max_search_threads=self._search_threads)
+        return self._call("load", qe.EdgeShard.load, path, config)
 
     def _error(self, message: str, cause: Exception) -> StoreError:
         text = f"{message}: {cause}"
@@ -165,12 +192,7 @@ class EdgeStore(StoreCore):
             return  # the open shard cannot be dropped under this process: checked once
         if self._shard is None:
             logger.info("creating edge shard %s (%d-d, cosine)", self._path, dim)
-            vectors = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
-            config = qe.EdgeConfig(
-                vectors=vectors,
-                sparse_vectors=_sparse_params(),
-                max_search_threads=self._search_threads,
-            )
+            config = _shard_config(dim, self._search_threads)
             self._path.mkdir(parents=True, exist_ok=True)
             # A checkpoint left in the folder describes vectors that are gone: it must not
             # outlive them (the next cycle bootstraps instead of resuming over nothing).
@@ -181,8 +203,9 @@ class EdgeStore(StoreCore):
             self._shard = self._call("create", qe.EdgeShard.create, str(self._path), config)
         else:
             # The engine exposes no vector config; a probe query of the wanted size fails
-            # with a dimension error if the shard was built for another model.
-            probe = qe.QueryRequest(limit=1, query=qe.Query.Nearest([1.0] * dim))
+            # with a dimension error if the shard was built for another model. Filtered to
+            # no point, it checks the size without reading (and mapping) every vector.
+            probe = qe.QueryRequest(limit=1, query=qe.Query.Nearest([1.0] * dim), filter=_NO_POINT)
             self._call(f"probe for {dim}-d vectors", self._shard.query, probe)
             self._require_sparse(self._shard)
         existing = self._call("info", self._require().info).payload_schema
@@ -195,7 +218,9 @@ class EdgeStore(StoreCore):
 
     def _require_sparse(self, shard: qe.EdgeShard) -> None:
         probe = qe.QueryRequest(
-            limit=1, query=qe.Query.Nearest(qe.SparseVector([0], [1.0]), using=SPARSE_VECTOR)
+            limit=1,
+            query=qe.Query.Nearest(qe.SparseVector([0], [1.0]), using=SPARSE_VECTOR),
+            filter=_NO_POINT,
         )
         try:
             shard.query(probe)
@@ -355,9 +380,28 @@ class EdgeStore(StoreCore):
             self._call("close", shard.close)
 
 
-def _sparse_params() -> dict[str, qe.EdgeSparseVectorParams]:
+def _shard_config(dim: int, search_threads: int | None) -> qe.EdgeConfig:
+    vectors = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, memory=DENSE_MEMORY)
     # IDF is computed by the engine over the shard at query time.
-    return {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+    sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse, max_search_threads=search_threads)
+
+
+def _persisted_dense_params(config_file: Path) -> dict[str, Any] | None:
+    """The default dense vector's params as the engine persisted them, None if unreadable
+    (then the shard is loaded as it is: the switch to cold is an optimisation only)."""
+    try:
+        params = json.loads(config_file.read_text(encoding="utf-8"))["vectors"][""]
+        if (
+            isinstance(params, dict)
+            and "size" in params
+            and hasattr(qe.Distance, str(params.get("distance")))
+        ):
+            return params
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    logger.warning("cannot read the dense vector params in %s: loading as is", config_file)
+    return None
 
 
 def _write_atomically(path: Path, text: str) -> None:

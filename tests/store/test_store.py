@@ -308,6 +308,62 @@ def test_edge_search_threads_apply_to_an_existing_shard(tmp_path: Path) -> None:
         reopened.close()
 
 
+def test_edge_shard_with_vectors_in_ram_is_switched_to_cold_on_open(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shard created before DENSE_MEMORY (the engine's default, cached) keeps working
+    and is switched to memory=cold when opened; an optimize rewrites its old segment."""
+    import json
+
+    import qdrant_edge as qe
+
+    from app.store import edge_store
+    from app.store.hybrid import SPARSE_VECTOR
+
+    path = tmp_path / "shard"
+    old_config = qe.EdgeConfig(  # what EdgeStore created before this change
+        vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine),
+        sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+    )
+    monkeypatch.setattr(edge_store, "_shard_config", lambda dim, threads: old_config)
+    store = EdgeStore(path)
+    store.ensure_collection(DIM)
+    points = make_points()
+    store.upsert(points)
+    before = store.search_products(points[0].vector, limit=5, chunks_per_product=1)
+    store.save_state({"checkpoint": "c1"})
+    store.close()
+    monkeypatch.undo()
+    assert "memory" not in json.loads((path / "edge_config.json").read_text())["vectors"][""]
+
+    with caplog.at_level("WARNING", logger="app.store.edge_store"):
+        reopened = EdgeStore(path)
+    try:
+        assert "switching it to memory=cold" in caplog.text
+        persisted = json.loads((path / "edge_config.json").read_text())["vectors"][""]
+        assert persisted["memory"] == "cold"
+        assert persisted["size"] == DIM
+        reopened.ensure_collection(DIM)
+        assert reopened.count() == len(points)
+        assert reopened.load_state() == {"checkpoint": "c1"}
+        same = reopened.search_products(points[0].vector, limit=5, chunks_per_product=1)
+        assert [h.product_id for h in same] == [h.product_id for h in before]
+        reopened.optimize()
+        segments = [json.loads(f.read_text()) for f in path.glob("segments/*/segment.json")]
+        assert segments
+        assert all(
+            s["config"]["vector_data"][""]["storage_type"] in ("ChunkedMmap", "Mmap")
+            for s in segments
+        )
+        assert reopened.count() == len(points)
+    finally:
+        reopened.close()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="app.store.edge_store"):
+        EdgeStore(path).close()  # already cold: loaded as it is
+    assert "switching" not in caplog.text
+
+
 def test_edge_acknowledged_writes_survive_a_killed_process(tmp_path: Path) -> None:
     # The writer never closes the shard: os._exit skips every clean-up path.
     path = tmp_path / "shard"
