@@ -19,12 +19,21 @@ if [ ! -x "$VENV/bin/uv" ]; then
 fi
 # Exactly the versions in requirements.lock (made by scripts/lock.sh from pyproject.toml's
 # ranges), then the project itself without resolving anything again.
-want=$(cat pyproject.toml requirements.lock | sha256sum | cut -d' ' -f1)
+# Then site-packages compiled to bytecode: uv, unlike pip, installs no .pyc files, and where
+# PYTHONDONTWRITEBYTECODE is set (as on our dev and CI machines) none are ever written, so
+# every interpreter compiled torch, transformers and pyspark from source again: ~11 of ~19
+# CPU s to import the app's stack, in every test process, subprocess, Spark Python worker and
+# service start. Compiling all of it once costs ~70 CPU s (both cores; ~35 s wall). A file
+# that does not compile (a few packages ship Python-2 examples) is compiled, or not, at import
+# as before. "bytecode" in the stamp makes older venvs compile once too.
+want=$( (echo bytecode; cat pyproject.toml requirements.lock) | sha256sum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   log "installing Python dependencies from requirements.lock (first run: ~1-3 min, ~4 GB with torch)"
   start=$SECONDS
   "$VENV/bin/uv" pip install --python "$VENV/bin/python" -q -r requirements.lock
   "$VENV/bin/uv" pip install --python "$VENV/bin/python" -q --no-deps -e .
+  site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  "$VENV/bin/python" -m compileall -q -q -j 0 "$site" >/dev/null || true
   echo "$want" > "$STAMP"
   log "Python dependencies installed in $((SECONDS - start)) s"
 fi

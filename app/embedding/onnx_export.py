@@ -48,7 +48,7 @@ def export_fp32(model: SentenceTransformer, model_name: str, cache_dir: Path) ->
     cache_dir.mkdir(parents=True, exist_ok=True)
     encoder: Any = model[0].auto_model
 
-    class _Hidden(torch.nn.Module):
+    class _Hidden(torch.nn.Module):  # type: ignore[misc]  # torch is Any to mypy (pyproject)
         def __init__(self) -> None:
             super().__init__()
             self.encoder = encoder
