@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 # uvicorn closes a connection idle for 5 s (its --timeout-keep-alive): one idle longer than
@@ -103,7 +104,8 @@ async def serve(handler: Handler, host: str, port: int) -> None:
                 method, path, _ = start.decode("latin-1").split(" ", 2)
                 status, payload = await handler(method, path, body)
                 writer.write(
-                    f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
+                    f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+                    "Content-Type: application/json\r\n"
                     f"Content-Length: {len(payload)}\r\n\r\n".encode()
                     + payload
                 )

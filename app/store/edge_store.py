@@ -125,11 +125,9 @@ class EdgeStore(StoreCore):
         """
         path = str(self._path)
         dense = _persisted_dense_params(self._path / _SHARD_MARKER)
-        if dense is None:
-            return self._call("load", qe.EdgeShard.load, path)
-        cold = dense.get("memory") == "cold"
-        if cold and self._search_threads is None:
-            return self._call("load", qe.EdgeShard.load, path)
+        cold = dense is not None and dense.get("memory") == "cold"
+        if dense is None or (cold and self._search_threads is None):
+            return self._call("load", qe.EdgeShard.load, path)  # nothing to change
         if not cold:
             logger.warning(
                 "edge shard %s keeps its dense vectors in RAM (memory=%s, the engine's old "

@@ -199,8 +199,8 @@ def test_an_index_built_before_hybrid_search_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreSchemaError, match="no sparse vector 'bm25'"):
         edge.ensure_collection(DIM)
     edge.close()
-    # Opened with a search pool size (the service's way), the engine refuses the load
-    # config as incompatible; the store opens it as it is and reports the same way out.
+    # Opened with a search pool size (the service's way), the shard is loaded with a
+    # config (dense vector + thread count, no sparse one): still refused the same way.
     edge = EdgeStore(old, search_threads=1)
     with pytest.raises(StoreSchemaError, match="no sparse vector 'bm25'"):
         edge.ensure_collection(DIM)
