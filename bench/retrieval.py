@@ -46,6 +46,7 @@ from app.embedding import load_embedder  # noqa: E402
 from app.eval.data import DEFAULT_QUERIES, load_queries  # noqa: E402
 from app.store.base import ChunkPoint  # noqa: E402
 from app.store.edge_store import EdgeStore  # noqa: E402
+from app.sync.chunking import PAYLOAD_FORMAT  # noqa: E402
 from bench.rawhttp import Pool  # noqa: E402
 
 CHUNKS_PER_PRODUCT = 2
@@ -95,6 +96,7 @@ def load_shard(path: Path, rows: list[dict[str, Any]], matrix: np.ndarray, optim
                 "product_id": r["id"],
                 "chunk_hash": f"{r['id']}-{c}",
                 "chunk_index": c,
+                "chunk_count": len(pieces),
                 "text": f"{header}\n{piece}",
                 "name": r["name"],
                 "category": r["category"],
@@ -267,7 +269,8 @@ def main() -> int:
         print(f"derived {len(matrix)} vectors in {time.perf_counter() - started:.1f}s")
         shard = args.shard or Path(tmp) / "qdrant"
         marker = shard.parent / f"{shard.name}.built"
-        built_as = f"{args.products} {args.seed} {args.optimize}"
+        # The payload format too: a shard written before `chunk_count` searches differently.
+        built_as = f"{args.products} {args.seed} {args.optimize} {PAYLOAD_FORMAT}"
         if marker.exists() and marker.read_text() == built_as:
             print(f"reusing the shard in {shard} ({built_as})")
         else:

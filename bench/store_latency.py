@@ -48,6 +48,7 @@ def make_data(n: int, dim: int, seed: int) -> tuple[np.ndarray, list[ChunkPoint]
             payload={
                 "product_id": i // 2,
                 "chunk_index": i % 2,
+                "chunk_count": 2,
                 "category": CATEGORIES[(i // 2) % len(CATEGORIES)],
                 "price": float(prices[i // 2]),
                 "name": f"p{i // 2}",

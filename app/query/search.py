@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.query.plan import FilterPlan
-from app.retrieval import Retriever
+from app.retrieval import Query, Retriever
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
@@ -84,15 +84,16 @@ def constrained_retrieve(
     Raises:
         StoreError: the vector store failed.
     """
+    query = Query(text)  # embedded once, whichever searches below run
     # Re-ordering by price trades similarity for price, which needs scores on one scale:
     # cosine (dense). A hybrid (RRF) score is rank-based, and a headlamp that mentions
     # "tent-mates" scores within 10% of the tents, so "cheap tent" would rank it first.
     if plan.prefer_low_price:
         products = retriever.retrieve(
-            text, top_k * CANDIDATE_FACTOR, plan.search_filter, mode="dense"
+            query, top_k * CANDIDATE_FACTOR, plan.search_filter, mode="dense"
         )
     else:
-        products = retriever.retrieve(text, top_k, plan.search_filter)
+        products = retriever.retrieve(query, top_k, plan.search_filter)
     if plan.prefer_low_price:
         products = nudge_by_cost(products, log_price)[:top_k]
     if products or not plan.has_price_bounds:
@@ -101,7 +102,7 @@ def constrained_retrieve(
     # never presented as if they fitted (the caller labels them).
     flt = plan.search_filter
     relaxed = SearchFilter(category=flt.category)
-    candidates = retriever.retrieve(text, top_k * CANDIDATE_FACTOR, relaxed, mode="dense")
+    candidates = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, relaxed, mode="dense")
     nearest = nudge_by_cost(candidates, log_outside(flt))[:top_k]
     logger.info("no product within %s for %r; %d nearest matches", flt, text, len(nearest))
     return SearchOutcome(nearest, nearest=bool(nearest))

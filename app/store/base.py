@@ -25,6 +25,8 @@ VectorLike = Sequence[float] | npt.NDArray[np.floating[Any]]
 # other two for the retrieval filters (applied inside the vector search).
 INDEXED_FIELDS: dict[str, str] = {"product_id": "integer", "category": "keyword", "price": "float"}
 GROUP_FIELD = "product_id"
+# How many chunks the chunk's product has (written by the sync; read by app.store.grouping).
+COUNT_FIELD = "chunk_count"
 
 
 class StoreError(RecommenderError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from app.store.base import GROUP_FIELD, ProductHit, StoredChunkHit
+from app.store.base import COUNT_FIELD, GROUP_FIELD, ProductHit, StoredChunkHit
 
 # Chunks fetched per wanted chunk, and the widening factor while products are missing.
 OVERFETCH = 4
@@ -60,7 +60,7 @@ def grouped_search(
     if not truncated:
         return products  # every matching chunk was seen: the groups are complete
     # A product's first hit is its best chunk, so only short groups can be incomplete.
-    short = [i for i, p in enumerate(products) if len(p.chunks) < chunks_per_product]
+    short = [i for i, p in enumerate(products) if len(p.chunks) < _wanted(p, chunks_per_product)]
     if not short:
         return products
     filled = list(products)
@@ -71,3 +71,12 @@ def grouped_search(
             # limited to one product is a rank within that product, not comparable.
             filled[i] = ProductHit(products[i].product_id, products[i].score, list(chunks))
     return filled
+
+
+def _wanted(product: ProductHit, chunks_per_product: int) -> int:
+    """Chunks a complete group holds: all of the product's, up to `chunks_per_product`
+    (a chunk stored without its count, before the field existed: assume more)."""
+    count = product.chunks[0].payload.get(COUNT_FIELD)
+    if not isinstance(count, int) or isinstance(count, bool):
+        return chunks_per_product
+    return min(count, chunks_per_product)

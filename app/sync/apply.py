@@ -68,11 +68,10 @@ class ChunkApplier:
                 counts.skipped += 1
                 if any(held.payload.get(k) != v for k, v in fields.items()):
                     kept_with_new_fields.append(chunk.point_id)
-                if held.payload.get("chunk_index") != chunk.chunk_index:
-                    # Same text, new position: an earlier chunk was removed or added.
-                    updates.append(
-                        PayloadUpdate([chunk.point_id], {"chunk_index": chunk.chunk_index})
-                    )
+                position = chunk.position
+                if any(held.payload.get(k) != v for k, v in position.items()):
+                    # Same text, new position or count: another chunk was removed or added.
+                    updates.append(PayloadUpdate([chunk.point_id], position))
             if kept_with_new_fields:
                 updates.append(PayloadUpdate(kept_with_new_fields, dict(fields)))
             stale.extend(old)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from semantic_text_splitter import TextSplitter
 
 from app.core.catalog import Product, payload_fields
+from app.store.base import COUNT_FIELD
 from app.store.hybrid import SPARSE_FORMAT
 
 if TYPE_CHECKING:
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
 _POINT_NAMESPACE = uuid.UUID("6f1c1f0e-8a55-4f3a-9a63-3d0f1c2b7e11")
 # Bump when the chunk text's composition changes: every id changes, so a full resync.
 CHUNK_FORMAT = "v2-name-header"
+# Bump when the chunk payload gains or changes a field: the next cycle is a full one, which
+# re-embeds nothing (ids are content keys) and writes the new fields into every chunk.
+# p2: `chunk_count`, so a search knows a product's group is complete without asking.
+PAYLOAD_FORMAT = "p2-chunk-count"
 # Smallest room left for description text once the header is counted.
 _MIN_BODY_TOKENS = 32
 
@@ -35,13 +40,21 @@ class ProductChunk:
     chunk_index: int
     chunk_hash: str
     text: str
+    # How many chunks the product has: a search that holds all of them (or as many as it
+    # shows per product) does not ask the engine for more (app.store.grouping).
+    chunk_count: int = 1
+
+    @property
+    def position(self) -> dict[str, int]:
+        """The payload fields that depend on the product's other chunks."""
+        return {"chunk_index": self.chunk_index, COUNT_FIELD: self.chunk_count}
 
     def payload(self, product: Product) -> dict[str, Any]:
         return {
             "product_id": product.id,
             "chunk_hash": self.chunk_hash,
-            "chunk_index": self.chunk_index,
             "text": self.text,
+            **self.position,
             **payload_fields(product),
         }
 
@@ -64,9 +77,17 @@ class ProductChunker:
 
         The model id names the vector space, encoder included (`all-MiniLM-L6-v2+int8` for
         the int8 ONNX engine, app.embedding.choice), so switching encoders re-embeds; the
-        sparse format names the BM25 representation written with each chunk.
+        sparse format names the BM25 representation written with each chunk; the payload
+        format changes no id (the full cycle it causes only writes payloads).
         """
-        parts = (CHUNK_FORMAT, self._model_id, SPARSE_FORMAT, self.max_tokens, self.overlap_tokens)
+        parts = (
+            CHUNK_FORMAT,
+            self._model_id,
+            SPARSE_FORMAT,
+            self.max_tokens,
+            self.overlap_tokens,
+            PAYLOAD_FORMAT,
+        )
         return "|".join(map(str, parts))
 
     def _splitter(self, capacity: int) -> TextSplitter:
@@ -95,7 +116,7 @@ class ProductChunker:
         texts = [f"{header}\n{piece}" for piece in pieces] or [header]
         # A description that repeats itself can yield identical chunks: one point each.
         unique = list(dict.fromkeys(texts))
-        return [self._make(product.id, i, text) for i, text in enumerate(unique)]
+        return [self._make(product.id, i, len(unique), text) for i, text in enumerate(unique)]
 
     def _pieces(self, description: str, capacity: int) -> list[str]:
         # Most descriptions fit in one chunk, and the splitter returns such a text whole
@@ -105,7 +126,7 @@ class ProductChunker:
             return [description]
         return self._splitter(capacity).chunks(description)
 
-    def _make(self, product_id: int, index: int, text: str) -> ProductChunk:
+    def _make(self, product_id: int, index: int, count: int, text: str) -> ProductChunk:
         # The BM25 format is in the key too: a point holds both vectors, and one written
         # under another tokenisation must be rewritten, not kept as "unchanged".
         key = f"{self._model_id}\x1f{SPARSE_FORMAT}\x1f{text}"
@@ -113,4 +134,4 @@ class ProductChunker:
         # Keyed by content (and product): an unchanged chunk keeps its id and is never
         # re-embedded; an edited one gets a new id and the old id is deleted.
         point_id = str(uuid.uuid5(_POINT_NAMESPACE, f"{product_id}:{digest}"))
-        return ProductChunk(point_id, product_id, index, digest, text)
+        return ProductChunk(point_id, product_id, index, digest, text, count)

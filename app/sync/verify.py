@@ -63,7 +63,7 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
             products.add(product.id)
             fields = payload_fields(product)
             for chunk in chunker.chunk(product):
-                expected[chunk.point_id] = {**fields, "chunk_index": chunk.chunk_index}
+                expected[chunk.point_id] = {**fields, **chunk.position}
         expected_chunks += len(expected)
         for held in store.chunks_for_products([p.id for p in batch]):
             want = expected.pop(held.id, None)

@@ -7,6 +7,7 @@ from typing import Any
 from app.core.catalog import Product
 from app.core.config import Settings
 from app.eval.index import build_chunk_index
+from app.query import FilterPlan, constrained_retrieve
 from app.retrieval import Retriever, chunk_body
 from app.store import SearchFilter
 
@@ -80,3 +81,25 @@ def test_hybrid_threshold_bounds_the_dense_branch_only(embedder: Any) -> None:
     )
     assert sparse_only.retrieve("for the", top_k=4) == []
     assert [h.id for h in sparse_only.retrieve("espresso", top_k=4)] == [4]
+
+
+class _CountingEncoder:
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> Any:
+        self.texts.extend(texts)
+        return self.embedder.embed(texts)
+
+
+def test_a_request_that_searches_twice_embeds_its_query_once(embedder: Any) -> None:
+    # Nothing inside the price bounds: the nearest-matches search runs after the first.
+    settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
+    store = build_chunk_index(_products(), settings, embedder)
+    encoder = _CountingEncoder(embedder)
+    retriever = Retriever(encoder, store, settings)
+    plan = FilterPlan(SearchFilter(max_price=10.0), applied=(), prefer_low_price=False)
+    outcome = constrained_retrieve(retriever, "headphones for swimming", 2, plan)
+    assert outcome.nearest and {p.id for p in outcome.products} == {1, 3}
+    assert encoder.texts == ["headphones for swimming"]

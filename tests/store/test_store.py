@@ -45,13 +45,22 @@ def _chunk_id(product_id: int, index: int, text: str) -> str:
 
 
 def _point(
-    pid: int, index: int, vector: Any, *, category: str | None, price: float | None
+    pid: int,
+    index: int,
+    vector: Any,
+    *,
+    category: str | None,
+    price: float | None,
+    count: int | None = None,
 ) -> ChunkPoint:
     text = f"product {pid} chunk {index}"
     payload: dict[str, Any] = {
         "product_id": pid,
         "chunk_hash": f"h{pid}-{index}",
         "chunk_index": index,
+        # As the sync writes it; odd products leave it out, as chunks stored before the
+        # field existed do, so searches run both the skip and the fill (app.store.grouping).
+        **({"chunk_count": count} if count is not None else {}),
         "text": text,
         "name": f"Product {pid}",
         "category": category,
@@ -68,13 +77,15 @@ def make_points(seed: int = 7) -> list[ChunkPoint]:
     for pid in range(40):
         category = CATEGORIES[pid % len(CATEGORIES)]
         price = None if pid % 9 == 0 else round(float(rng.uniform(5, 200)), 2)
-        for index in range(1 + pid % 4):
+        count = 1 + pid % 4
+        for index in range(count):
             vector = rng.normal(size=DIM).astype(np.float32)
-            points.append(_point(pid, index, vector, category=category, price=price))
+            known = count if pid % 2 == 0 else None
+            points.append(_point(pid, index, vector, category=category, price=price, count=known))
     center = np.ones(DIM, dtype=np.float32)
     for index in range(40):
         vector = center + rng.normal(scale=0.05, size=DIM).astype(np.float32)
-        points.append(_point(DOMINANT, index, vector, category="audio", price=50.0))
+        points.append(_point(DOMINANT, index, vector, category="audio", price=50.0, count=40))
     return points
 
 

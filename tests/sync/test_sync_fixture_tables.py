@@ -57,3 +57,29 @@ def test_bootstrap_full_and_verify_match_the_snapshot(aged_table: Path, embedder
     full = h.cycle(full=True)
     assert (full.mode, full.embedded, full.deleted) == ("full", 0, 0)
     assert h.assert_mirror().stored_chunks == mirror.stored_chunks
+
+
+def test_a_store_from_before_chunk_count_gets_it_from_one_full_cycle_that_embeds_nothing(
+    aged_table: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.sync import chunking
+
+    # The store as the previous payload format wrote it: no `chunk_count`, old signature.
+    with monkeypatch.context() as m:
+        m.setattr(chunking, "PAYLOAD_FORMAT", "p1")
+        m.setattr(
+            chunking.ProductChunk, "position", property(lambda c: {"chunk_index": c.chunk_index})
+        )
+        h = make_harness(aged_table, embedder)
+        assert h.cycle().mode == "bootstrap"
+    chunks = h.store.count()
+    assert not any("chunk_count" in c.payload for c in h.store.iter_chunks())
+
+    before = h.verify()
+    assert (before.missing, before.stale, before.extra) == (0, chunks, 0)
+    upgrade = h.cycle()
+    assert upgrade.mode == "full" and "chunking/model changed" in upgrade.reason
+    assert (upgrade.embedded, upgrade.deleted, upgrade.payload_updates) == (0, 0, chunks)
+    h.assert_mirror()
+    assert all(isinstance(c.payload["chunk_count"], int) for c in h.store.iter_chunks())
+    assert h.cycle().mode != "full"
