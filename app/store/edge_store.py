@@ -82,7 +82,9 @@ DENSE_MEMORY = qe.Memory.Cold
 # whatever these say: ~1.1 KB per point, 1.1 GB at 1M points in one appendable segment.)
 INDEX_MEMORY = qe.Memory.Cold
 # The engine's own HNSW defaults (m, ef_construct, full-scan threshold in KB), graph cold.
-HNSW = {"m": 16, "ef_construct": 100, "full_scan_threshold": 10_000}
+HNSW_M = 16
+HNSW_EF_CONSTRUCT = 100
+HNSW_FULL_SCAN_KB = 10_000
 # Points per optimized segment: the sync rolls the appendable segment into an indexed one
 # after this many (engine.ROLL_AFTER_POINTS), and the merge optimizer never merges segments
 # that already reach it (a merge rebuilds the merged HNSW graph: superlinear). It only
@@ -411,7 +413,12 @@ def _shard_config(dim: int, search_threads: int | None) -> qe.EdgeConfig:
     return qe.EdgeConfig(
         vectors=vectors,
         sparse_vectors=sparse,
-        hnsw_config=qe.HnswIndexConfig(**HNSW, memory=INDEX_MEMORY),
+        hnsw_config=qe.HnswIndexConfig(
+            m=HNSW_M,
+            ef_construct=HNSW_EF_CONSTRUCT,
+            full_scan_threshold=HNSW_FULL_SCAN_KB,
+            memory=INDEX_MEMORY,
+        ),
         optimizers=qe.EdgeOptimizersConfig(
             default_segment_number=MAX_SEGMENTS,
             max_segment_size=segment_kb(dim),
