@@ -29,6 +29,10 @@ tests/store/test_store.py and tests/sync/test_sync_kill.py):
 
 The engine builds no HNSW index by itself: `optimize()` does, and takes minutes at 100k
 points. Until then search is exact (a few ms at 100k), which is correct, just slower.
+The sync calls it every 100k points it writes (engine.ROLL_AFTER_POINTS), because until a
+segment is indexed the engine keeps its BM25 index, id tracker and payload indexes on the
+heap (~1.1 KB per point); an indexed segment keeps all of them memory-mapped (`memory=cold`
+below) and is never merged again (SEGMENT_POINTS). 1M products: 10 indexed segments.
 
 Dense vectors are stored `memory=cold`: memory-mapped and read on demand, not read into
 the page cache and mapped whole when the shard opens (the engine's default, `cached`:
