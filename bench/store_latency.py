@@ -10,6 +10,10 @@ top-k over the same matrix in the same run.
     .venv/bin/python bench/store_latency.py                 # 100k points
     .venv/bin/python bench/store_latency.py --points 200000 # bigger
     .venv/bin/python bench/store_latency.py --no-client     # skip the slow local mode
+    .venv/bin/python bench/store_latency.py --roll 50000    # optimize every 50k points
+                                                            # while loading, as the sync does
+
+Recall is the top-5 product overlap with the exact answer (numpy, same filter).
 """
 
 from __future__ import annotations
@@ -90,12 +94,50 @@ def bench_searches(
     return answers
 
 
-def load(store: VectorStore, points: list[ChunkPoint], dim: int, batch: int) -> float:
+def load(
+    store: VectorStore, points: list[ChunkPoint], dim: int, batch: int, roll: int = 0
+) -> float:
+    """Upsert every point; with `roll`, optimize after every `roll` points (the sync's
+    ROLL_AFTER_POINTS: one indexed segment per `roll` points)."""
     store.ensure_collection(dim)
     started = time.perf_counter()
+    written = 0
     for start in range(0, len(points), batch):
         store.upsert(points[start : start + batch])
+        written += len(points[start : start + batch])
+        if roll and written >= roll:
+            store.optimize()
+            written = 0
     return time.perf_counter() - started
+
+
+def exact_products(
+    matrix: np.ndarray, points: list[ChunkPoint], queries: np.ndarray
+) -> dict[str, list[list[int]]]:
+    """The exact top-5 products per query and filter (a product's best chunk)."""
+    product = np.array([p.payload["product_id"] for p in points])
+    category = np.array([p.payload["category"] == "cat-03" for p in points])
+    price = np.array([p.payload["price"] for p in points])
+    masks = {
+        "unfiltered": None,
+        "category": category,
+        "price 100-150": (price >= 100) & (price <= 150),
+    }
+    answers: dict[str, list[list[int]]] = {}
+    for name, mask in masks.items():
+        answers[name] = []
+        for q in queries:
+            scores = matrix @ q
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            top: list[int] = []
+            for i in np.argsort(-scores)[:200]:
+                if int(product[i]) not in top:
+                    top.append(int(product[i]))
+                if len(top) == 5:
+                    break
+            answers[name].append(top)
+    return answers
 
 
 def numpy_baseline(matrix: np.ndarray, points: list[ChunkPoint], queries: np.ndarray) -> None:
@@ -138,6 +180,7 @@ def main() -> None:
     parser.add_argument("--no-client", action="store_true", help="skip qdrant-client local")
     parser.add_argument("--skip-optimize", action="store_true", help="no HNSW build")
     parser.add_argument("--path", help="edge shard folder (default: a temp dir)")
+    parser.add_argument("--roll", type=int, default=0, help="optimize every N points loaded")
     args = parser.parse_args()
 
     matrix, points = make_data(args.points, args.dim, seed=0)
@@ -147,16 +190,19 @@ def main() -> None:
     print(f"{args.points} points, {args.dim}-d, {args.queries} queries, search_products(5, 3)")
 
     numpy_baseline(matrix, points, queries)
+    truth = exact_products(matrix, points, queries)
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.path) if args.path else Path(tmp) / "edge"
         edge = EdgeStore(path)
-        took = load(edge, points, args.dim, args.batch)
+        took = load(edge, points, args.dim, args.batch, args.roll)
         print(
             f"edge: load {took:.1f}s ({args.points / took:,.0f} points/s, "
-            f"flush every {FLUSH_AFTER_POINTS:,} points / {FLUSH_AFTER_SECONDS:.0f} s)"
+            f"flush every {FLUSH_AFTER_POINTS:,} points / {FLUSH_AFTER_SECONDS:.0f} s"
+            + (f", optimize every {args.roll:,} points)" if args.roll else ")")
         )
         exact = bench_searches("edge before optimize", edge, queries)
+        print(f"  top-5 product overlap with the exact answer: {overlap(exact, truth)}")
 
         small = points[:32]
 
@@ -171,7 +217,8 @@ def main() -> None:
             took, _ = timed(edge.optimize)
             print(f"edge: optimize {took:.1f}s")
             approx = bench_searches("edge after optimize", edge, queries)
-            print(f"  top-5 product overlap after/before optimize: {overlap(approx, exact)}")
+            print(f"  top-5 product overlap with the exact answer: {overlap(approx, truth)}")
+            print(f"  segments: {edge._require().info().segments_count}")
 
         edge.close()
         took, edge = timed(lambda: EdgeStore(path))

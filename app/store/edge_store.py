@@ -29,6 +29,10 @@ tests/store/test_store.py and tests/sync/test_sync_kill.py):
 
 The engine builds no HNSW index by itself: `optimize()` does, and takes minutes at 100k
 points. Until then search is exact (a few ms at 100k), which is correct, just slower.
+The sync calls it every 100k points it writes (engine.ROLL_AFTER_POINTS), because until a
+segment is indexed the engine keeps its BM25 index, id tracker and payload indexes on the
+heap (~1.1 KB per point); an indexed segment keeps all of them memory-mapped (`memory=cold`
+below) and is never merged again (SEGMENT_POINTS). 1M products: 10 indexed segments.
 
 Dense vectors are stored `memory=cold`: memory-mapped and read on demand, not read into
 the page cache and mapped whole when the shard opens (the engine's default, `cached`:
@@ -76,6 +80,25 @@ _SHARD_MARKER = "edge_config.json"
 FLUSH_AFTER_POINTS = 20_000
 FLUSH_AFTER_SECONDS = 30.0
 DENSE_MEMORY = qe.Memory.Cold
+# Everything an optimized (non-appendable) segment keeps is memory-mapped and read on
+# demand: the BM25 inverted index, the id tracker, the payload indexes and the HNSW graph.
+# (An appendable segment keeps its BM25 index, id tracker and payload indexes on the heap
+# whatever these say: ~1.1 KB per point, 1.1 GB at 1M points in one appendable segment.)
+INDEX_MEMORY = qe.Memory.Cold
+# The engine's own HNSW defaults (m, ef_construct, full-scan threshold in KB), graph cold.
+HNSW_M = 16
+HNSW_EF_CONSTRUCT = 100
+HNSW_FULL_SCAN_KB = 10_000
+# Points per optimized segment: the sync rolls the appendable segment into an indexed one
+# after this many (engine.ROLL_AFTER_POINTS), and the merge optimizer never merges segments
+# that already reach it (a merge rebuilds the merged HNSW graph: superlinear). It only
+# merges smaller ones (small increments) up to this size, once there are more than
+# MAX_SEGMENTS.
+SEGMENT_POINTS = 100_000
+MAX_SEGMENTS = 16
+# A segment is indexed (HNSW, cold layout) by an optimize once its dense vectors reach this
+# many KB: the engine's default (~6.7k points of 384-d).
+INDEXING_THRESHOLD_KB = 10_000
 # A filter no point matches: probes that must check the shard's vectors without reading them.
 _NO_POINT = qe.Filter(must=[qe.HasIdCondition({"00000000-0000-0000-0000-000000000000"})])
 
@@ -88,10 +111,17 @@ class EdgeStore(StoreCore):
         engine's default, one per CPU.
     """
 
+    # Index params rather than bare types: `memory` places an optimized segment's payload
+    # index (an appendable segment's is always on the heap). The one integer field,
+    # product_id, is only ever matched (one product, a list of them, or all but one): no
+    # range index, and no extra HNSW links per range of ids (a filter on one product is
+    # answered from the payload index; they were half the cost of building the index).
     _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
-        "integer": qe.PayloadSchemaType.Integer,
-        "keyword": qe.PayloadSchemaType.Keyword,
-        "float": qe.PayloadSchemaType.Float,
+        "integer": qe.IntegerIndexParams(
+            lookup=True, range=False, enable_hnsw=False, memory=INDEX_MEMORY
+        ),
+        "keyword": qe.KeywordIndexParams(memory=INDEX_MEMORY),
+        "float": qe.FloatIndexParams(memory=INDEX_MEMORY),
     }
 
     def __init__(
@@ -381,8 +411,32 @@ class EdgeStore(StoreCore):
 def _shard_config(dim: int, search_threads: int | None) -> qe.EdgeConfig:
     vectors = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, memory=DENSE_MEMORY)
     # IDF is computed by the engine over the shard at query time.
-    sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
-    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse, max_search_threads=search_threads)
+    sparse = {
+        SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=INDEX_MEMORY)
+    }
+    return qe.EdgeConfig(
+        vectors=vectors,
+        sparse_vectors=sparse,
+        hnsw_config=qe.HnswIndexConfig(
+            m=HNSW_M,
+            ef_construct=HNSW_EF_CONSTRUCT,
+            full_scan_threshold=HNSW_FULL_SCAN_KB,
+            memory=INDEX_MEMORY,
+        ),
+        optimizers=qe.EdgeOptimizersConfig(
+            default_segment_number=MAX_SEGMENTS,
+            max_segment_size=segment_kb(dim),
+            indexing_threshold=INDEXING_THRESHOLD_KB,
+        ),
+        payload_memory=INDEX_MEMORY,
+        id_tracker_memory=INDEX_MEMORY,
+        max_search_threads=search_threads,
+    )
+
+
+def segment_kb(dim: int) -> int:
+    """The engine's max segment size (KB of dense vectors) for SEGMENT_POINTS points."""
+    return SEGMENT_POINTS * dim * 4 // 1024
 
 
 def _persisted_dense_params(config_file: Path) -> dict[str, Any] | None:

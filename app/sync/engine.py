@@ -45,6 +45,13 @@ PRODUCT_BATCH = 512
 # it before declaring the cycle done. Counted across cycles (in the checkpoint), so a
 # catalog that grows by increments gets indexed too, not only one that bootstraps big.
 OPTIMIZE_AFTER_UNINDEXED = 20_000
+# ... and inside a cycle, between batches, once this many piled up: the engine keeps the
+# points of its appendable segment on the heap (~1.1 KB each, BM25 index, id tracker,
+# payload indexes) and their written pages mapped, so a bootstrap that wrote 1M points
+# into one segment peaked at 3.2 GB. Building the index turns that segment into an indexed,
+# memory-mapped one and starts a new appendable one: memory follows this, not the table.
+# Equal to the edge store's SEGMENT_POINTS, so every rolled segment is one it never merges.
+ROLL_AFTER_POINTS = 100_000
 
 
 class CycleInProgressError(RecommenderError):
@@ -81,6 +88,9 @@ class SyncEngine:
         # ... and across processes (an API with SYNC_MODE=embedded vs `app.sync --loop`).
         self._process_lock = SyncLock.for_settings(settings)
         self._stop = threading.Event()
+        # Points written since the index was last built (the checkpoint's `unindexed` at the
+        # start of a cycle); see ROLL_AFTER_POINTS.
+        self._unindexed = 0
         self._observed_at = 0.0
         # The last observation's failure, raised again until the next read is due: a
         # status that is 503 once and then 200 with old facts for 5 s would hide it.
@@ -182,6 +192,7 @@ class SyncEngine:
         end = latest.completed if latest else None
 
         reason = self._needs_full(cp, table, full)
+        self._unindexed = cp.unindexed if cp else 0
         if reason:
             report = self._full(table, end, reason, bootstrap=cp is None)
         elif cp is None or end is None or end <= cp.completed:
@@ -190,11 +201,7 @@ class SyncEngine:
             report = self._incremental(table, cp, end)
 
         if latest is not None and report.mode != "noop":
-            unindexed = (cp.unindexed if cp else 0) + report.embedded
-            if unindexed >= OPTIMIZE_AFTER_UNINDEXED:
-                report.optimized = True
-                self.store.optimize()
-                unindexed = 0
+            self._build_index(report, OPTIMIZE_AFTER_UNINDEXED)
             self.store.save_state(
                 SyncCheckpoint(
                     completed=latest.completed,
@@ -202,7 +209,7 @@ class SyncEngine:
                     table_path=self.settings.hudi_table_path,
                     signature=self.chunker.signature,
                     chunks=self.store.count(),
-                    unindexed=unindexed,
+                    unindexed=self._unindexed,
                 ).to_dict()
             )
         report.seconds = time.monotonic() - started
@@ -263,6 +270,7 @@ class SyncEngine:
             held = [p.id for p in batch if p.id in stored]
             totals.add(self._apply(batch, held))
             progress.advance(len(batch))
+            self._build_index(report, ROLL_AFTER_POINTS)
         return self._fill(report, totals)
 
     def _incremental(self, table: TableSnapshot, cp: SyncCheckpoint, end: str) -> CycleReport:
@@ -282,6 +290,7 @@ class SyncEngine:
             self._check_stop()
             totals.add(self._apply(batch, [p.id for p in batch]))
             progress.advance(len(batch))
+            self._build_index(report, ROLL_AFTER_POINTS)
         return self._fill(report, totals)
 
     def _removed(
@@ -312,7 +321,16 @@ class SyncEngine:
 
     def _apply(self, batch: list[Product], held: list[int]) -> ApplyCounts:
         existing = group_by_product(self.store.chunks_for_products(held)) if held else {}
-        return self.applier.apply(batch, existing)
+        counts = self.applier.apply(batch, existing)
+        self._unindexed += counts.embedded
+        return counts
+
+    def _build_index(self, report: CycleReport, after: int) -> None:
+        """Build the search index (`optimize`) once `after` points await it."""
+        if self._unindexed >= after:
+            self.store.optimize()
+            report.optimized = True
+            self._unindexed = 0
 
     def _stored_product_ids(self) -> set[int]:
         # Product ids only: chunk texts of a large store are hundreds of MB to scroll.

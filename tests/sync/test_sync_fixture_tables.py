@@ -83,3 +83,52 @@ def test_a_store_from_before_chunk_count_gets_it_from_one_full_cycle_that_embeds
     h.assert_mirror()
     assert all(isinstance(c.payload["chunk_count"], int) for c in h.store.iter_chunks())
     assert h.cycle().mode != "full"
+
+
+def test_a_bootstrap_rolls_its_writes_into_indexed_cold_segments(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside a cycle the sync builds the index every ROLL_AFTER_POINTS points, so the
+    engine's appendable segment (whose BM25 index, id tracker and payload indexes live on
+    the heap) never holds more than that. The mirror holds across the rolls; every rolled
+    segment is indexed and memory-mapped; nothing is merged that already reached the size."""
+    import json
+
+    from app.store import edge_store
+    from app.sync import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "PRODUCT_BATCH", 16)
+    monkeypatch.setattr(engine_module, "ROLL_AFTER_POINTS", 40)
+    monkeypatch.setattr(edge_store, "SEGMENT_POINTS", 40)
+    monkeypatch.setattr(edge_store, "INDEXING_THRESHOLD_KB", 1)
+    table = tmp_path / "cow_aged"
+    shutil.copytree(HERE / "cow_aged", table)
+    qdrant = tmp_path / "qdrant"
+    h = make_harness(table, embedder, qdrant_path=str(qdrant))
+
+    boot = h.cycle()
+    assert (boot.mode, boot.optimized) == ("bootstrap", True)
+    mirror = h.assert_mirror()
+    assert mirror.products == len(EXPECTED_IDS)
+    checkpoint = h.engine.checkpoint()
+    assert checkpoint is not None and checkpoint.unindexed < 40
+
+    configs = [json.loads(f.read_text())["config"] for f in qdrant.glob("segments/*/segment.json")]
+    rolled = [c for c in configs if c["vector_data"][""]["index"]["type"] == "hnsw"]
+    # Each roll indexed >= 40 points of ~2.5 per product: at least a handful of segments.
+    assert len(rolled) >= mirror.stored_chunks // 80
+    assert len(configs) - len(rolled) == 1  # one appendable segment left for new writes
+    for c in rolled:
+        assert c["vector_data"][""]["storage_type"] == "Mmap"
+        assert c["vector_data"][""]["index"]["options"]["memory"] == "cold"
+        assert c["sparse_vector_data"]["bm25"]["index"]["index_type"] == "Mmap"
+        assert c["id_tracker_memory"] == "cold"
+
+    # Deletes, a full cycle and search work across the rolled segments.
+    gone = sorted(EXPECTED_IDS)[:3]
+    h.store.delete_products(gone)
+    full = h.cycle(full=True)
+    assert full.mode == "full" and full.embedded > 0
+    assert h.assert_mirror().stored_chunks == mirror.stored_chunks
+    hits = h.store.search_products(embedder.embed(["a product"])[0], limit=5, chunks_per_product=1)
+    assert len(hits) == 5
