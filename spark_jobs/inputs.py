@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import csv
 import logging
+import operator
 from collections import defaultdict
 from collections.abc import Callable
+from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -184,9 +186,10 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
     keys = F.map_keys("_parsed")
     # A key of only [a-z0-9_] is its own normalized form (and "," cannot fake one: a key
     # "a,b" is normalized too). With at most one spelling of a column present, a lookup
-    # per spelling gives what "first matching key" gives.
+    # per spelling gives what "first matching key" gives. Counted with key lookups, not
+    # array_intersect, which builds a hash set per row and group.
     unambiguous = [
-        F.size(F.array_intersect(keys, F.array(*(F.lit(k) for k in spellings)))) <= 1
+        reduce(operator.add, (F.map_contains_key("_parsed", k).cast("int") for k in spellings)) <= 1
         for spellings in (*_alias_groups(), OP_NAMES)
         if len(spellings) > 1
     ]

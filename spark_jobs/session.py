@@ -64,6 +64,10 @@ def get_spark(
         # The console progress bar would interleave with the jobs' one-line-per-count output.
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        # The upsert job caches its validated rows once and reads them two or three times;
+        # compressing the cache hashed every string (descriptions too) for its dictionary
+        # statistics: ~15-25% of a 100k first load's JVM CPU (measured A/B, warm JVM).
+        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.driver.memory", "2g")
         # Keep the Derby metastore and warehouse out of the working directory.
         .config("spark.sql.warehouse.dir", str(Path("/tmp") / "spark-warehouse"))

@@ -51,6 +51,9 @@ logger = logging.getLogger(__name__)
 _CONTENT_COLUMNS = tuple(c for c in COLUMN_NAMES if c not in (RECORD_KEY, PRECOMBINE_FIELD))
 _SEQ = "_seq"
 _COMMIT_META_PREFIX = "_ingest."
+# Up to this many ids per batch, the diff broadcasts them (~20 MB of hash table at 1M)
+# and reads only the stored rows they name; a larger batch joins the whole table.
+_BROADCAST_IDS_MAX = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +295,8 @@ def _write_changes(
         deleted = 0
         if deletes and not first_load:
             deleted = _delete_present(spark, table_path, props, newest, options)
-        changed = _changed_rows(spark, table_path, newest.filter(~F.col(IS_DELETE)), first_load)
+        incoming = newest.filter(~F.col(IS_DELETE))
+        changed = _changed_rows(spark, table_path, incoming, first_load, distinct - deletes)
         if first_load:
             # A table that never had a write holds no keys to look up: bulk_insert skips
             # the index and small-file work and is ~2x faster for the first load. The
@@ -352,19 +356,28 @@ def _delete_present(
 
 
 def _changed_rows(
-    spark: SparkSession, table_path: str, incoming: DataFrame, first_load: bool
+    spark: SparkSession, table_path: str, incoming: DataFrame, first_load: bool, rows: int
 ) -> DataFrame:
     """The rows that would change what the table shows; the rest are left out.
 
     Left out: rows whose stored version is newer (Hudi would keep the stored one anyway),
     and rows whose content is already stored with the same ts, or with any ts when the
     incoming row had none (its ts is only the ingestion time).
+
+    Args:
+        rows: how many rows `incoming` holds (one per id).
     """
     from pyspark.sql import functions as F
 
     if first_load:
         return _table_rows(incoming)
-    stored = read_snapshot(spark, table_path).select(
+    snapshot = read_snapshot(spark, table_path)
+    if rows <= _BROADCAST_IDS_MAX:
+        # A left join would shuffle every stored row (the whole table, for a 1% batch);
+        # the stored rows of the batch's ids are found first with the ids broadcast.
+        ids = F.broadcast(incoming.select(RECORD_KEY))
+        snapshot = snapshot.join(ids, RECORD_KEY, "left_semi")
+    stored = snapshot.select(
         F.col(RECORD_KEY),
         *(F.col(c).alias(f"stored_{c}") for c in (PRECOMBINE_FIELD, *_CONTENT_COLUMNS)),
     )

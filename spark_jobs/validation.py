@@ -192,10 +192,16 @@ def validate(df: DataFrame, ingestion_ts: int) -> DataFrame:
         F.array(*(r for _, r in ordered), op_reason)
     )
     # array_except drops the nulls (rules that held) and keeps the order. Not F.filter: a
-    # lambda is evaluated interpreted, and with it every rule inside it (~3x slower).
+    # lambda is evaluated interpreted, and with it every rule inside it (~3x slower). Rows
+    # where every rule held (most) skip it: it builds a hash set per row.
     no_reason = F.array(F.lit(None).cast("string"))
-    all_reasons = F.when(F.col(MALFORMED).isNotNull(), F.array(F.col(MALFORMED))).otherwise(
-        F.array_except(checks, no_reason)
+    any_reason = F.when(is_delete, F.coalesce(*for_delete, op_reason)).otherwise(
+        F.coalesce(*(r for _, r in ordered), op_reason)
+    )
+    all_reasons = (
+        F.when(F.col(MALFORMED).isNotNull(), F.array(F.col(MALFORMED)))
+        .when(any_reason.isNull(), F.array().cast("array<string>"))
+        .otherwise(F.array_except(checks, no_reason))
     )
     ts_defaulted = [F.col(f"{n}__missing") for n, s in COLUMNS.items() if s.rule == "epoch_millis"]
     keep = [c for c in df.columns if c not in COLUMNS and c != OP and c not in steps]
