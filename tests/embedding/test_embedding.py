@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from app.core.catalog import Product
+from app.core.config import DEFAULT_DATA_DIR
 from app.embedding import Embedder, load_embedder
 from app.embedding.choice import int8_cpu_flag
 from app.embedding.onnx_export import keep_in_fp32
@@ -36,6 +37,7 @@ def torch_embedder() -> Embedder:
 
 @pytest.fixture(scope="module")
 def int8_embedder(models_dir: str) -> Embedder:
+    """Exported and quantized here from scratch (the other tests use data/models' cache)."""
     return load_embedder(encoder="onnx-int8", cache_dir=models_dir)
 
 
@@ -91,9 +93,11 @@ def test_fp32_onnx_vectors_equal_sentence_transformers(
 
 
 def test_auto_picks_int8_on_a_vnni_cpu_and_names_its_vector_space(
-    models_dir: str, int8_embedder: Embedder, torch_embedder: Embedder
+    torch_embedder: Embedder,
 ) -> None:
-    auto = load_embedder(encoder="auto", cache_dir=models_dir)
+    # From the exports ./scripts/bootstrap.sh cached in data/models (made here if missing).
+    auto = load_embedder(encoder="auto")
+    int8_embedder = load_embedder(encoder="onnx-int8")
     if int8_cpu_flag() is None:
         assert auto.encoder == "onnx-fp32"
         assert auto.model_id == "all-MiniLM-L6-v2"
@@ -104,6 +108,11 @@ def test_auto_picks_int8_on_a_vnni_cpu_and_names_its_vector_space(
     assert torch_embedder.model_id == "all-MiniLM-L6-v2" and torch_embedder.onnx is None
     assert int8_embedder.model_id == "all-MiniLM-L6-v2+int8"
     assert (auto.dim, auto.max_seq_tokens) == (384, 254)
+    # With no cache_dir the exports live in Settings' default, data/models: they were once
+    # written to the working directory (the checkout's root, where two got committed).
+    assert auto.onnx is not None and int8_embedder.onnx is not None
+    assert auto.onnx.model_path.parent == int8_embedder.onnx.model_path.parent
+    assert auto.onnx.model_path.parent == DEFAULT_DATA_DIR / "models"
 
 
 def test_int8_cpu_flag_reads_cpuinfo(tmp_path: Path) -> None:
