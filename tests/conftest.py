@@ -29,9 +29,13 @@ def spark() -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    from app.embedding import load_embedder
+    """The model as a service with default settings loads it: the same cached object the
+    tests' own services get (`embedder_for` is cached per settings), and the exports in
+    data/models that ./scripts/bootstrap.sh made."""
+    from app.core.config import Settings
+    from app.embedding import embedder_for
 
-    return load_embedder()
+    return embedder_for(Settings())
 
 
 # The local OpenAI-compatible server (`openai_stub`, `openai_stub_server`) for every module.
