@@ -55,6 +55,12 @@ def chunk_texts(torch_embedder: Embedder) -> list[str]:
     return [*texts, *names, "cordless drill with a spare battery " * 60]
 
 
+@pytest.fixture(scope="module")
+def torch_vectors(torch_embedder: Embedder, chunk_texts: list[str]) -> np.ndarray:
+    """sentence-transformers' vectors of `chunk_texts`: the reference, computed once."""
+    return torch_embedder.embed(chunk_texts)
+
+
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     assert a.shape == b.shape
     return np.asarray((a * b).sum(axis=1))
@@ -63,13 +69,13 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # slow: embeds every demo chunk with two encoders (~15 s).
 @pytest.mark.slow
 def test_int8_vectors_match_sentence_transformers(
-    int8_embedder: Embedder, torch_embedder: Embedder, chunk_texts: list[str]
+    int8_embedder: Embedder, torch_vectors: np.ndarray, chunk_texts: list[str]
 ) -> None:
     assert int8_embedder.encoder == "onnx-int8"
     assert int8_embedder.onnx is not None and int8_embedder.onnx.model_path.name.endswith(
         "-int8v2.onnx"
     )
-    cos = _cosines(int8_embedder.embed(chunk_texts), torch_embedder.embed(chunk_texts))
+    cos = _cosines(int8_embedder.embed(chunk_texts), torch_vectors)
     assert len(cos) == len(chunk_texts) > 250
     assert cos.min() >= 0.99, f"min cosine {cos.min():.4f}"
     # Not the same vectors: if this fails, the int8 model was not used at all.
@@ -81,15 +87,16 @@ def test_int8_vectors_match_sentence_transformers(
 # slow: exports and runs the fp32 ONNX model over every demo chunk (~25 s).
 @pytest.mark.slow
 def test_fp32_onnx_vectors_equal_sentence_transformers(
-    models_dir: str, torch_embedder: Embedder, chunk_texts: list[str]
+    models_dir: str, torch_vectors: np.ndarray, chunk_texts: list[str]
 ) -> None:
     fp32 = load_embedder(encoder="onnx-fp32", cache_dir=models_dir)
     assert fp32.encoder == "onnx-fp32"
-    cos = _cosines(fp32.embed(chunk_texts), torch_embedder.embed(chunk_texts))
+    vectors = fp32.embed(chunk_texts)
+    cos = _cosines(vectors, torch_vectors)
     assert cos.min() >= 0.9999, f"min cosine {cos.min():.6f}"
     # Length bucketing sorts inside embed(): the output must still be in input order.
     shuffled = chunk_texts[::-1]
-    np.testing.assert_allclose(fp32.embed(shuffled), fp32.embed(chunk_texts)[::-1], atol=1e-5)
+    np.testing.assert_allclose(fp32.embed(shuffled), vectors[::-1], atol=1e-5)
 
 
 def test_auto_picks_int8_on_a_vnni_cpu_and_names_its_vector_space(
