@@ -40,3 +40,18 @@ fi
 
 # The Hudi Spark bundle (+ s3a connector) into ~/.m2: ~80 MB + ~280 MB on a fresh machine.
 ./scripts/fetch_jars.sh
+
+# The embedding model's ONNX exports (fp32, and int8 on a VNNI/AMX CPU) into MODEL_CACHE_DIR
+# (data/models), made once here as the service's first start would make them: otherwise
+# the first ./uvicorn.sh and every test process on a fresh clone each exported their own.
+# Skipped (~0.5 s) while the stamp it leaves there matches the locked versions and the
+# export code. Not fatal: the service exports at start-up when this fails.
+model_stamp=$( (echo "$want"; cat app/embedding/onnx_export.py app/embedding/choice.py) \
+  | sha256sum | cut -d' ' -f1)
+export_log=$(mktemp)
+if ! HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
+  "$VENV/bin/python" -m app.embedding --stamp "$model_stamp" 2>"$export_log"; then
+  tail -n 20 "$export_log" >&2
+  log "ONNX export failed: the service and the tests will export at start instead"
+fi
+rm -f "$export_log"

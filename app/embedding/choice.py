@@ -105,11 +105,13 @@ def choose_encoder(
 
 
 def _cache(cache_dir: str) -> Path:
+    """`cache_dir`, or Settings' default `$DATA_DIR/models` (the field's own default is "",
+    which read as the working directory: exports landed in the checkout's root)."""
     if cache_dir:
         return Path(cache_dir)
-    from app.core.config import Settings
+    from app.core.config import DEFAULT_DATA_DIR
 
-    return Path(Settings.model_fields["model_cache_dir"].default)
+    return DEFAULT_DATA_DIR / "models"
 
 
 def _open(embedder: Embedder, path: Path, threads: int, intra_op_threads: int) -> OnnxEncoder:

@@ -127,7 +127,8 @@ def load_embedder(
         device: EMBEDDING_DEVICE; anything but "cpu" runs torch on that device.
         batch_size: EMBEDDING_BATCH_SIZE.
         encoder: EMBEDDING_ENCODER ("auto", "onnx-int8", "onnx-fp32", "torch").
-        cache_dir: MODEL_CACHE_DIR, where ONNX exports are kept; empty: the default.
+        cache_dir: MODEL_CACHE_DIR, where ONNX exports are kept; empty: the checkout's
+            data/models (Settings' default).
         threads: EMBEDDING_THREADS; 0 for every core this process may use.
         intra_op_threads: EMBEDDING_INTRA_OP_THREADS, threads per batch (the rest run
             other batches at once).

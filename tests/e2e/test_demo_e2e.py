@@ -1,9 +1,10 @@
 """The newcomer's path, end to end: ./uvicorn.sh on a fresh copy, then the demo changes.
 
 Runs the real scripts in a temporary copy of the repo (tracked + unignored files, as a
-clone has them) with the venv linked in: Spark builds the demo table, uvicorn serves, the
-in-process sync embeds the catalog, scripts/demo_changes.sh edits and deletes products with
-Spark, and the answers follow. A second start must resume the index from disk.
+clone has them) with the venv and the model cache linked in (set-up done): Spark builds the
+demo table, uvicorn serves, the in-process sync embeds the catalog, scripts/demo_changes.sh
+edits and deletes products with Spark, and the answers follow. A second start must resume
+the index from disk.
 """
 
 from __future__ import annotations
@@ -52,7 +53,12 @@ def repo_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
+    # What set-up made once is shared, not remade: the venv, and the ONNX exports that
+    # ./scripts/bootstrap.sh cached in data/models (its stamp is current, so the copy's
+    # bootstrap skips the export; exporting is tested in tests/embedding/).
     (dest / ".venv").symlink_to(ROOT / ".venv")
+    (ROOT / "data" / "models").mkdir(parents=True, exist_ok=True)
+    (dest / "data" / "models").symlink_to(ROOT / "data" / "models")
     return dest
 
 

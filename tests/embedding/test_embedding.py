@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from app.core.catalog import Product
+from app.core.config import DEFAULT_DATA_DIR
 from app.embedding import Embedder, load_embedder
 from app.embedding.choice import int8_cpu_flag
 from app.embedding.onnx_export import keep_in_fp32
@@ -36,6 +37,7 @@ def torch_embedder() -> Embedder:
 
 @pytest.fixture(scope="module")
 def int8_embedder(models_dir: str) -> Embedder:
+    """Exported and quantized here from scratch (the other tests use data/models' cache)."""
     return load_embedder(encoder="onnx-int8", cache_dir=models_dir)
 
 
@@ -53,6 +55,12 @@ def chunk_texts(torch_embedder: Embedder) -> list[str]:
     return [*texts, *names, "cordless drill with a spare battery " * 60]
 
 
+@pytest.fixture(scope="module")
+def torch_vectors(torch_embedder: Embedder, chunk_texts: list[str]) -> np.ndarray:
+    """sentence-transformers' vectors of `chunk_texts`: the reference, computed once."""
+    return torch_embedder.embed(chunk_texts)
+
+
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     assert a.shape == b.shape
     return np.asarray((a * b).sum(axis=1))
@@ -61,13 +69,13 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # slow: embeds every demo chunk with two encoders (~15 s).
 @pytest.mark.slow
 def test_int8_vectors_match_sentence_transformers(
-    int8_embedder: Embedder, torch_embedder: Embedder, chunk_texts: list[str]
+    int8_embedder: Embedder, torch_vectors: np.ndarray, chunk_texts: list[str]
 ) -> None:
     assert int8_embedder.encoder == "onnx-int8"
     assert int8_embedder.onnx is not None and int8_embedder.onnx.model_path.name.endswith(
         "-int8v2.onnx"
     )
-    cos = _cosines(int8_embedder.embed(chunk_texts), torch_embedder.embed(chunk_texts))
+    cos = _cosines(int8_embedder.embed(chunk_texts), torch_vectors)
     assert len(cos) == len(chunk_texts) > 250
     assert cos.min() >= 0.99, f"min cosine {cos.min():.4f}"
     # Not the same vectors: if this fails, the int8 model was not used at all.
@@ -79,21 +87,24 @@ def test_int8_vectors_match_sentence_transformers(
 # slow: exports and runs the fp32 ONNX model over every demo chunk (~25 s).
 @pytest.mark.slow
 def test_fp32_onnx_vectors_equal_sentence_transformers(
-    models_dir: str, torch_embedder: Embedder, chunk_texts: list[str]
+    models_dir: str, torch_vectors: np.ndarray, chunk_texts: list[str]
 ) -> None:
     fp32 = load_embedder(encoder="onnx-fp32", cache_dir=models_dir)
     assert fp32.encoder == "onnx-fp32"
-    cos = _cosines(fp32.embed(chunk_texts), torch_embedder.embed(chunk_texts))
+    vectors = fp32.embed(chunk_texts)
+    cos = _cosines(vectors, torch_vectors)
     assert cos.min() >= 0.9999, f"min cosine {cos.min():.6f}"
     # Length bucketing sorts inside embed(): the output must still be in input order.
     shuffled = chunk_texts[::-1]
-    np.testing.assert_allclose(fp32.embed(shuffled), fp32.embed(chunk_texts)[::-1], atol=1e-5)
+    np.testing.assert_allclose(fp32.embed(shuffled), vectors[::-1], atol=1e-5)
 
 
 def test_auto_picks_int8_on_a_vnni_cpu_and_names_its_vector_space(
-    models_dir: str, int8_embedder: Embedder, torch_embedder: Embedder
+    torch_embedder: Embedder,
 ) -> None:
-    auto = load_embedder(encoder="auto", cache_dir=models_dir)
+    # From the exports ./scripts/bootstrap.sh cached in data/models (made here if missing).
+    auto = load_embedder(encoder="auto")
+    int8_embedder = load_embedder(encoder="onnx-int8")
     if int8_cpu_flag() is None:
         assert auto.encoder == "onnx-fp32"
         assert auto.model_id == "all-MiniLM-L6-v2"
@@ -104,6 +115,11 @@ def test_auto_picks_int8_on_a_vnni_cpu_and_names_its_vector_space(
     assert torch_embedder.model_id == "all-MiniLM-L6-v2" and torch_embedder.onnx is None
     assert int8_embedder.model_id == "all-MiniLM-L6-v2+int8"
     assert (auto.dim, auto.max_seq_tokens) == (384, 254)
+    # With no cache_dir the exports live in Settings' default, data/models: they were once
+    # written to the working directory (the checkout's root, where two got committed).
+    assert auto.onnx is not None and int8_embedder.onnx is not None
+    assert auto.onnx.model_path.parent == int8_embedder.onnx.model_path.parent
+    assert auto.onnx.model_path.parent == DEFAULT_DATA_DIR / "models"
 
 
 def test_int8_cpu_flag_reads_cpuinfo(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from app.core.config import DEFAULT_DATA_DIR
 from app.embedding import Embedder, load_embedder
 from app.embedding.onnx_query import build_onnx_query_encoder
 
@@ -17,7 +19,17 @@ QUERIES = [
 ]
 
 
-def test_onnx_query_vectors_equal_torch_documents(tmp_path: Path) -> None:
+def test_onnx_query_vectors_equal_torch_documents() -> None:
+    # The fp32 export ./scripts/bootstrap.sh cached in data/models (made here if missing).
+    embedder = load_embedder(encoder="torch")
+    encoder = build_onnx_query_encoder(embedder, str(DEFAULT_DATA_DIR / "models"))
+    assert encoder is not None, "export failed: the service would fall back to torch"
+    np.testing.assert_allclose(encoder.embed(QUERIES), embedder.embed(QUERIES), atol=1e-5)
+
+
+# slow: exports the model from scratch (torch.onnx, seconds of CPU).
+@pytest.mark.slow
+def test_onnx_query_export_from_scratch_is_cached_for_the_next_start(tmp_path: Path) -> None:
     embedder = load_embedder(encoder="torch")
     encoder = build_onnx_query_encoder(embedder, str(tmp_path))
     assert encoder is not None, "export failed: the service would fall back to torch"

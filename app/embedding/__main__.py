@@ -1,0 +1,98 @@
+"""`python -m app.embedding [--stamp TEXT]`: make the ONNX exports the service would make at
+its first start (document and query encoders, as EMBEDDING_* and QUERY_ENCODER choose),
+in MODEL_CACHE_DIR.
+
+./scripts/bootstrap.sh runs it once per install, so the first service start and every test
+process find the exports cached: on a fresh clone each one otherwise exported its own
+(fp32 export + int8 quantisation + probe checks, ~20-35 s of a loaded 2-core box).
+
+--stamp TEXT  do nothing when MODEL_CACHE_DIR/.exported was written with the same TEXT and
+              the same settings and its files are all still there (bootstrap passes the
+              hash of requirements.lock and the export code); record them after exporting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from app.core.config import Settings, get_settings
+from app.core.logging import configure_logging
+
+logger = logging.getLogger("app.embedding")
+
+STAMP = ".exported"
+
+
+def stamp_key(settings: Settings, stamp: str) -> str:
+    """What the exports depend on besides the code and the locked versions in `stamp`."""
+    return "|".join(
+        [
+            stamp,
+            settings.embedding_model,
+            settings.embedding_device,
+            settings.embedding_encoder,
+            settings.query_encoder,
+        ]
+    )
+
+
+def up_to_date(cache: Path, key: str) -> bool:
+    """MODEL_CACHE_DIR/.exported records `key` and every file it lists exists."""
+    try:
+        recorded = json.loads((cache / STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    files = recorded.get("files")
+    return (
+        recorded.get("key") == key
+        and isinstance(files, list)
+        and all((cache / str(name)).is_file() for name in files)
+    )
+
+
+def export(settings: Settings) -> list[Path]:
+    """Load the model as the service does; returns the ONNX files its encoders run."""
+    from app.embedding.model import embedder_for
+    from app.embedding.onnx_query import build_onnx_query_encoder
+
+    embedder = embedder_for(settings)
+    files = [] if embedder.onnx is None else [embedder.onnx.model_path]
+    if settings.query_encoder == "onnx":
+        query = build_onnx_query_encoder(embedder, settings.model_cache_dir)
+        if query is not None and query.model_path not in files:
+            files.append(query.model_path)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m app.embedding", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--stamp", default="", help="skip when the cache was made with TEXT")
+    args = parser.parse_args(argv)
+    settings = get_settings()
+    configure_logging(settings.log_level)
+    cache = Path(settings.model_cache_dir)
+    key = stamp_key(settings, args.stamp)
+    if args.stamp and up_to_date(cache, key):
+        return 0
+    print(f"exporting the embedding model to ONNX in {cache}")
+    files = export(settings)
+    if not files:
+        print("no ONNX export used (torch encoders): nothing cached")
+    for path in files:
+        print(f"cached {path}")
+    if args.stamp:
+        # Every export in the cache, not only the files run: an int8 start also needs
+        # the fp32 export it was quantized from (export_fp32 is called first).
+        names = sorted(p.name for p in cache.glob("*.onnx"))
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / STAMP).write_text(json.dumps({"key": key, "files": names}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
