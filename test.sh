@@ -2,6 +2,11 @@
 # Installs what is missing, then lints (ruff), type-checks (mypy, beside pytest) and runs
 # every test, slow end-to-end ones included. Extra arguments go to pytest
 # (e.g. ./test.sh -k sync -x).
+# The full run uses TEST_WORKERS pytest-xdist workers (default 2; `--dist loadfile` keeps
+# each test file on one worker, so its module fixtures are built once), each with its own
+# SparkSession: on this 2-core box 5 min 53 s of pytest against 8 min 32 s serial
+# (BENCHMARKS.md, issue 14).
+# TEST_WORKERS=0 runs in one process (for --pdb, or a box with one core).
 #   ./test.sh --fast [pytest args]   the tier without a JVM, a browser or long end-to-end
 #                                    cases (tests not marked spark/slow): well under a minute.
 set -euo pipefail
@@ -33,7 +38,12 @@ pytest_rc=0
 if [ "$fast" = 1 ]; then
   .venv/bin/pytest -m "not spark and not slow" "$@" || pytest_rc=$?
 else
-  .venv/bin/pytest "$@" || pytest_rc=$?
+  workers=${TEST_WORKERS:-2}
+  if [ "$workers" = 0 ]; then
+    .venv/bin/pytest "$@" || pytest_rc=$?
+  else
+    .venv/bin/pytest -n "$workers" --dist loadfile "$@" || pytest_rc=$?
+  fi
 fi
 mypy_rc=0
 wait "$mypy_pid" || mypy_rc=$?
