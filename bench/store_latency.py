@@ -111,18 +111,23 @@ def load(
     return time.perf_counter() - started
 
 
+def filter_masks(points: list[ChunkPoint]) -> dict[str, np.ndarray | None]:
+    """The bench's three filters as boolean masks over the points (None: unfiltered)."""
+    category = np.array([p.payload["category"] == "cat-03" for p in points])
+    price = np.array([p.payload["price"] for p in points])
+    return {
+        "unfiltered": None,
+        "category": category,
+        "price 100-150": (price >= 100) & (price <= 150),
+    }
+
+
 def exact_products(
     matrix: np.ndarray, points: list[ChunkPoint], queries: np.ndarray
 ) -> dict[str, list[list[int]]]:
     """The exact top-5 products per query and filter (a product's best chunk)."""
     product = np.array([p.payload["product_id"] for p in points])
-    category = np.array([p.payload["category"] == "cat-03" for p in points])
-    price = np.array([p.payload["price"] for p in points])
-    masks = {
-        "unfiltered": None,
-        "category": category,
-        "price 100-150": (price >= 100) & (price <= 150),
-    }
+    masks = filter_masks(points)
     answers: dict[str, list[list[int]]] = {}
     for name, mask in masks.items():
         answers[name] = []
@@ -141,13 +146,7 @@ def exact_products(
 
 
 def numpy_baseline(matrix: np.ndarray, points: list[ChunkPoint], queries: np.ndarray) -> None:
-    category = np.array([p.payload["category"] == "cat-03" for p in points])
-    price = np.array([p.payload["price"] for p in points])
-    masks = {
-        "unfiltered": None,
-        "category": category,
-        "price 100-150": (price >= 100) & (price <= 150),
-    }
+    masks = filter_masks(points)
     for name, mask in masks.items():
         samples = []
         for q in queries:
