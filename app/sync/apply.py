@@ -56,6 +56,9 @@ class ChunkApplier:
         to_embed: list[tuple[ProductChunk, Product]] = []
         updates: list[PayloadUpdate] = []
         stale: list[str] = []
+        # Kept chunks whose position or count changed, by their new values: one update per
+        # distinct position, not one per chunk (a payload-format upgrade moves them all).
+        moved: dict[tuple[tuple[str, int], ...], list[str]] = {}
         for product in products:
             old = {c.id: c for c in existing.get(product.id, [])}
             fields = payload_fields(product)
@@ -68,13 +71,14 @@ class ChunkApplier:
                 counts.skipped += 1
                 if any(held.payload.get(k) != v for k, v in fields.items()):
                     kept_with_new_fields.append(chunk.point_id)
-                position = chunk.position
-                if any(held.payload.get(k) != v for k, v in position.items()):
+                position = tuple(chunk.position.items())
+                if any(held.payload.get(k) != v for k, v in position):
                     # Same text, new position or count: another chunk was removed or added.
-                    updates.append(PayloadUpdate([chunk.point_id], position))
+                    moved.setdefault(position, []).append(chunk.point_id)
             if kept_with_new_fields:
                 updates.append(PayloadUpdate(kept_with_new_fields, dict(fields)))
             stale.extend(old)
+        updates.extend(PayloadUpdate(ids, dict(position)) for position, ids in moved.items())
 
         self._embed_and_upsert(to_embed)
         counts.embedded = len(to_embed)
