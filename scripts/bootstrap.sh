@@ -19,21 +19,42 @@ if [ ! -x "$VENV/bin/uv" ]; then
 fi
 # Exactly the versions in requirements.lock (made by scripts/lock.sh from pyproject.toml's
 # ranges), then the project itself without resolving anything again.
-# Then site-packages compiled to bytecode: uv, unlike pip, installs no .pyc files, and where
-# PYTHONDONTWRITEBYTECODE is set (as on our dev and CI machines) none are ever written, so
-# every interpreter compiled torch, transformers and pyspark from source again: ~11 of ~19
-# CPU s to import the app's stack, in every test process, subprocess, Spark Python worker and
-# service start. Compiling all of it once costs ~70 CPU s (both cores; ~35 s wall). A file
-# that does not compile (a few packages ship Python-2 examples) is compiled, or not, at import
-# as before. "bytecode" in the stamp makes older venvs compile once too.
-want=$( (echo bytecode; cat pyproject.toml requirements.lock) | sha256sum | cut -d' ' -f1)
+#
+# Bytecode: uv, unlike pip, installs no .pyc files, and where PYTHONDONTWRITEBYTECODE is set
+# (as on our dev and CI machines) none are ever written, so every interpreter compiled
+# torch, transformers and pyspark from source again: ~11 of ~19 CPU s to import the app's
+# stack, in every test process, subprocess, Spark Python worker and service start. A .pth
+# file (run by `site` at every start of this venv's Python) turns writing back on, into
+# .venv/pycache (sys.pycache_prefix): each module is compiled the first time any process
+# imports it, and only what is imported (~4,500 of site-packages' ~23,000 files; ~10 s
+# wall for the service's stack, against ~25 s wall / ~40 CPU s for `compileall` of
+# everything, which set-up paid before). Nothing is written into the checkout: the app's and
+# tests' own bytecode goes there too. "pycache-prefix" in the stamp re-runs this on old venvs.
+want=$( (echo pycache-prefix; cat pyproject.toml requirements.lock) | sha256sum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   log "installing Python dependencies from requirements.lock (first run: ~1-3 min, ~4 GB with torch)"
   start=$SECONDS
-  "$VENV/bin/uv" pip install --python "$VENV/bin/python" -q -r requirements.lock
+  # PyPI has pyspark only as a ~317 MB source archive. uv re-downloads and rebuilds it on
+  # every install into a new venv (~14 s; measured: a new revision in uv's cache each
+  # time, ~650 MB of disk each, 33 GB after a day of clones), so the built wheel is kept
+  # outside the checkout, as the jars are in ~/.m2, and offered to uv with --find-links.
+  wheels="${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender/wheels"
+  pyspark_pin=$(grep -m1 '^pyspark==' requirements.lock)
+  if ! compgen -G "$wheels/pyspark-${pyspark_pin#pyspark==}-*.whl" >/dev/null; then
+    log "building the $pyspark_pin wheel once into $wheels"
+    mkdir -p "$wheels"
+    built=$(mktemp -d "$wheels/.build-XXXXXX")
+    "$VENV/bin/pip" wheel -q --no-deps -w "$built" "$pyspark_pin"
+    mv "$built"/*.whl "$wheels"/
+    rmdir "$built"
+  fi
+  "$VENV/bin/uv" pip install --python "$VENV/bin/python" -q --find-links "$wheels" \
+    -r requirements.lock
   "$VENV/bin/uv" pip install --python "$VENV/bin/python" -q --no-deps -e .
   site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-  "$VENV/bin/python" -m compileall -q -q -j 0 "$site" >/dev/null || true
+  prefix=$(cd "$VENV" && pwd)/pycache
+  printf 'import sys; sys.dont_write_bytecode = False; sys.pycache_prefix = %s\n' \
+    "'$prefix'" > "$site/_hudi_rag_bytecode.pth"
   echo "$want" > "$STAMP"
   log "Python dependencies installed in $((SECONDS - start)) s"
 fi
@@ -45,12 +66,15 @@ fi
 # (data/models), made once here as the service's first start would make them: otherwise
 # the first ./uvicorn.sh and every test process on a fresh clone each exported their own.
 # Skipped (~0.5 s) while the stamp it leaves there matches the locked versions and the
-# export code. Not fatal: the service exports at start-up when this fails.
+# export code. Kept outside the checkout too (like the jars in ~/.m2), so another clone on
+# this machine copies them (~1 s) instead of exporting (~12-20 s); a new machine exports.
+# Not fatal: the service exports at start-up when this fails.
 model_stamp=$( (echo "$want"; cat app/embedding/onnx_export.py app/embedding/choice.py) \
   | sha256sum | cut -d' ' -f1)
 export_log=$(mktemp)
 if ! HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
-  "$VENV/bin/python" -m app.embedding --stamp "$model_stamp" 2>"$export_log"; then
+  "$VENV/bin/python" -m app.embedding --stamp "$model_stamp" \
+  --shared "${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender/onnx" 2>"$export_log"; then
   tail -n 20 "$export_log" >&2
   log "ONNX export failed: the service and the tests will export at start instead"
 fi
