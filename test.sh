@@ -45,7 +45,8 @@ else
   if [ "$workers" = 0 ]; then
     .venv/bin/pytest "$@" || pytest_rc=$?
   else
-    .venv/bin/pytest -n "$workers" --dist loadfile "$@" || pytest_rc=$?
+    # --no-loadscope-reorder: files in collection order, longest first (tests/conftest.py).
+    .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@" || pytest_rc=$?
   fi
 fi
 mypy_rc=0

@@ -24,6 +24,36 @@ if TYPE_CHECKING:
     from app.embedding import Embedder
 
 
+# Test files that take longest (seconds summed over their tests, setup included, from a
+# `./test.sh --durations=0` run on 2026-11-26), run first. With two workers and whole files
+# per worker (--dist loadfile), a long file picked up last leaves the other worker idle for
+# its length: xdist's default order (most tests first) put the demo's single 60 s test at
+# the end. Longest-first keeps both workers busy to the end. Only the order changes; a file
+# missing here (renamed, new) runs after these, in collection order.
+LONGEST_FIRST = (
+    "tests/sync/test_sync_aged.py",  # 88 s
+    "tests/sync/test_sync_removals.py",  # 86 s
+    "tests/spark_jobs/test_ingest.py",  # 79 s
+    "tests/e2e/test_demo_e2e.py",  # 74 s
+    "tests/sync/test_sync.py",  # 64 s
+    "tests/sync/test_sync_recovery.py",  # 53 s
+    "tests/spark_jobs/test_spark_jobs.py",  # 49 s
+    "tests/api/test_api.py",  # 48 s
+    "tests/sync/test_sync_timeline.py",  # 41 s
+    "tests/sync/test_sync_delete_paths.py",  # 32 s
+    "tests/embedding/test_embedding.py",  # 29 s
+    "tests/sync/test_sync_service.py",  # 28 s
+    "tests/api/test_api_input.py",  # 22 s
+    "tests/web/test_web_e2e.py",  # 19 s
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    # A stable sort: tests keep their order within a file.
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     from app.core.config import Settings
