@@ -9,13 +9,26 @@ STAMP="$VENV/.deps-stamp"
 
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
 
+# What set-up keeps outside the checkout (shared by clones, like the jars in ~/.m2).
+SHARED="${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender"
+
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtualenv $VENV"
-  python3 -m venv "$VENV"
+  # Without pip: ensurepip took 3-10 s of each clone's set-up, and uv installs everything.
+  # pip is added below only when the pyspark wheel has to be built.
+  python3 -m venv --without-pip "$VENV"
 fi
 # uv resolves and installs the torch/CUDA wheel set in about a minute where pip takes several.
+# Its binary is self-contained: installed once with pip, then copied into each new venv.
 if [ ! -x "$VENV/bin/uv" ]; then
-  "$VENV/bin/pip" install -q "uv>=0.4,<1"
+  if [ -x "$SHARED/bin/uv" ]; then
+    cp "$SHARED/bin/uv" "$VENV/bin/uv"
+  else
+    "$VENV/bin/python" -m pip --version >/dev/null 2>&1 || "$VENV/bin/python" -m ensurepip >/dev/null
+    "$VENV/bin/python" -m pip install -q "uv>=0.4,<1"
+    mkdir -p "$SHARED/bin"
+    cp "$VENV/bin/uv" "$SHARED/bin/.uv.partial" && mv "$SHARED/bin/.uv.partial" "$SHARED/bin/uv"
+  fi
 fi
 # Exactly the versions in requirements.lock (made by scripts/lock.sh from pyproject.toml's
 # ranges), then the project itself without resolving anything again.
@@ -38,13 +51,14 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   # every install into a new venv (~14 s; measured: a new revision in uv's cache each
   # time, ~650 MB of disk each, 33 GB after a day of clones), so the built wheel is kept
   # outside the checkout, as the jars are in ~/.m2, and offered to uv with --find-links.
-  wheels="${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender/wheels"
+  wheels="$SHARED/wheels"
   pyspark_pin=$(grep -m1 '^pyspark==' requirements.lock)
   if ! compgen -G "$wheels/pyspark-${pyspark_pin#pyspark==}-*.whl" >/dev/null; then
     log "building the $pyspark_pin wheel once into $wheels"
     mkdir -p "$wheels"
     built=$(mktemp -d "$wheels/.build-XXXXXX")
-    "$VENV/bin/pip" wheel -q --no-deps -w "$built" "$pyspark_pin"
+    "$VENV/bin/python" -m pip --version >/dev/null 2>&1 || "$VENV/bin/python" -m ensurepip >/dev/null
+    "$VENV/bin/python" -m pip wheel -q --no-deps -w "$built" "$pyspark_pin"
     mv "$built"/*.whl "$wheels"/
     rmdir "$built"
   fi
@@ -74,7 +88,7 @@ model_stamp=$( (echo "$want"; cat app/embedding/onnx_export.py app/embedding/cho
 export_log=$(mktemp)
 if ! HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
   "$VENV/bin/python" -m app.embedding --stamp "$model_stamp" \
-  --shared "${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender/onnx" 2>"$export_log"; then
+  --shared "$SHARED/onnx" 2>"$export_log"; then
   tail -n 20 "$export_log" >&2
   log "ONNX export failed: the service and the tests will export at start instead"
 fi
