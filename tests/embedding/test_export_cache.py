@@ -7,6 +7,7 @@ the cache's bookkeeping in milliseconds: what is copied where, and when it is no
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -40,21 +41,36 @@ def _fake_export(calls: list[str]) -> object:
     return export
 
 
-def test_a_second_clone_copies_the_exports_instead_of_exporting(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@dataclass
+class Exports:
+    """The export replaced by `_fake_export`, which records each call in `calls`."""
+
+    calls: list[str]
+    shared: Path
+
+    def run(self, stamp: str) -> int:
+        return export_cli.main(["--stamp", stamp, "--shared", str(self.shared)])
+
+
+@pytest.fixture
+def exports(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Exports:
     calls: list[str] = []
     monkeypatch.setattr(export_cli, "export", _fake_export(calls))
-    shared = tmp_path / "shared"
-    assert export_cli.main(["--stamp", "s1", "--shared", str(shared)]) == 0
-    assert calls == ["export"]
-    (slot,) = list(shared.iterdir())
+    return Exports(calls, tmp_path / "shared")
+
+
+def test_a_second_clone_copies_the_exports_instead_of_exporting(
+    exports: Exports, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert exports.run("s1") == 0
+    assert exports.calls == ["export"]
+    (slot,) = list(exports.shared.iterdir())
     assert sorted(p.name for p in slot.glob("*.onnx")) == ["m-int8v2.onnx", "m.onnx"]
 
     other = tmp_path / "clone2" / "models"
     _use_cache(monkeypatch, other)
-    assert export_cli.main(["--stamp", "s1", "--shared", str(shared)]) == 0
-    assert calls == ["export"]  # copied, not exported
+    assert exports.run("s1") == 0
+    assert exports.calls == ["export"]  # copied, not exported
     assert (other / "m.onnx").read_bytes() == b"m.onnx"
     assert not list(other.glob(".*.partial"))
     # The copy is stamped like an export: the next run does nothing at all.
@@ -62,22 +78,20 @@ def test_a_second_clone_copies_the_exports_instead_of_exporting(
 
 
 def test_other_locked_versions_or_a_damaged_slot_export_again(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    exports: Exports, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[str] = []
-    monkeypatch.setattr(export_cli, "export", _fake_export(calls))
-    shared = tmp_path / "shared"
-    export_cli.main(["--stamp", "s1", "--shared", str(shared)])
+    exports.run("s1")
     _use_cache(monkeypatch, tmp_path / "clone2" / "models")
-    export_cli.main(["--stamp", "s2", "--shared", str(shared)])  # another lock: another slot
-    assert calls == ["export", "export"]
+    exports.run("s2")  # another lock: another slot
+    assert exports.calls == ["export", "export"]
+    shared = exports.shared
     assert len(list(shared.iterdir())) == 2
 
     for slot in shared.iterdir():
         (slot / "m.onnx").unlink()  # a slot missing a file it lists is not used
     _use_cache(monkeypatch, tmp_path / "clone3" / "models")
-    export_cli.main(["--stamp", "s1", "--shared", str(shared)])
-    assert calls == ["export", "export", "export"]
+    exports.run("s1")
+    assert exports.calls == ["export", "export", "export"]
 
 
 def test_shared_needs_a_stamp(cache: Path, tmp_path: Path) -> None:
