@@ -150,6 +150,16 @@ def test_clean_text_never_keeps_control_characters(spark: SparkSession) -> None:
         assert not any(unicodedata.category(c) == "Cc" for c in name)
 
 
+@pytest.mark.spark
+def test_the_session_jvm_compiles_huge_methods(spark: SparkSession) -> None:
+    """The rules compile to one method over HotSpot's 8000-byte limit (9029 bytes with
+    Spark 3.5): the session's JVM is told to JIT-compile it anyway (spark_jobs/session.py)."""
+    jvm: Any = spark._jvm
+    bean_class = jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(bean_class)
+    assert bean.getVMOption("DontCompileHugeMethods").getValue() == "false"
+
+
 def test_column_mapping_aliases_and_precedence() -> None:
     mapping = column_mapping(["Product ID", "Title", "id", "Unit-Price", "colour"], "f.csv")
     assert mapping == {"id": "id", "Title": "name", "Unit-Price": "price"}
