@@ -49,6 +49,10 @@ else
     .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@" || pytest_rc=$?
   fi
 fi
+# What the tests imported, for the next clone's set-up to compile up front (bootstrap.sh).
+.venv/bin/python scripts/bytecode_manifest.py \
+  "${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender/bytecode/$(cat .venv/.deps-stamp).txt" ||
+  true
 mypy_rc=0
 wait "$mypy_pid" || mypy_rc=$?
 mypy_pid=
