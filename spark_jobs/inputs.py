@@ -46,6 +46,9 @@ SOURCE, ROW = "_source", "_row"
 # An optional `op` column makes a row a delete (`delete`/`d`); anything else upserts.
 OP = "_op"
 OP_NAMES = ("op", "operation")
+# Why a source row is not a record at all (a malformed JSON line, a ragged CSV line,
+# an unreadable file), or null; spark_jobs/validation.py makes it the row's only reason.
+MALFORMED = "_malformed"
 NOT_JSON_OBJECT = "not a JSON object"
 RAGGED_CSV = "CSV line has the wrong number of fields"
 _CORRUPT = "_corrupt_record"
@@ -201,14 +204,14 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
         SOURCE,
         ROW,
         "_parsed",
-        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT)).alias("_malformed"),
+        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT)).alias(MALFORMED),
         fast.eqNullSafe(True).alias("_fast"),
     ).select(
         *extra,
         SOURCE,
         ROW,
         "_parsed",
-        "_malformed",
+        MALFORMED,
         "_fast",
         F.when(
             ~F.col("_fast"),
@@ -236,7 +239,7 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
         *extra,
         SOURCE,
         ROW,
-        "_malformed",
+        MALFORMED,
         *(pick(c).alias(c) for c in COLUMN_NAMES),
         first_with(list(OP_NAMES)).alias(OP),
     )
@@ -341,7 +344,7 @@ def _read_csv(spark: SparkSession, files: list[str], header: list[str]) -> DataF
     return df.select(
         F.input_file_name().alias(SOURCE),
         F.coalesce(F.col(_CORRUPT), row).alias(ROW),
-        F.when(F.col(_CORRUPT).isNotNull(), F.lit(RAGGED_CSV)).alias("_malformed"),
+        F.when(F.col(_CORRUPT).isNotNull(), F.lit(RAGGED_CSV)).alias(MALFORMED),
         *_mapped_select(mapping, header, lambda name: F.col(by_name[name])),
     )
 
@@ -354,6 +357,6 @@ def _read_parquet(spark: SparkSession, files: list[str], columns: list[str]) -> 
     return df.select(
         F.input_file_name().alias(SOURCE),
         F.to_json(F.struct(*(F.col(f"`{c}`") for c in columns))).alias(ROW),
-        F.lit(None).cast("string").alias("_malformed"),
+        F.lit(None).cast("string").alias(MALFORMED),
         *_mapped_select(mapping, columns, lambda name: F.col(f"`{name}`")),
     )

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.core.catalog import COLUMNS, ColumnSpec
-from spark_jobs.inputs import OP
+from spark_jobs.inputs import MALFORMED, OP
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -38,9 +38,6 @@ TS_DEFAULTED = "ts_defaulted"
 IS_DELETE = "is_delete"
 DELETE_OPS = ("delete", "d")
 UPSERT_OPS = ("upsert", "u", "insert", "i", "update", "c", "r")
-# Why a source row is not a record at all (a malformed JSON line, a ragged CSV line),
-# or null; spark_jobs/inputs.py sets it.
-MALFORMED = "_malformed"
 
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 _SPACE_LIKE = r"[\t\n\r]+"
