@@ -31,9 +31,10 @@ echo "[test] ruff"
 # checkout (like ~/.m2's jars), shared by clones: mypy trusts an entry only when the
 # module's content hash matches, so another clone re-checks only what differs (~1 s, where
 # a fresh clone's cold cache cost ~26 CPU s that the tests beside it waited for).
+# What set-up and the tests keep outside the checkout (as scripts/bootstrap.sh).
+shared="${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender"
 mypy_log=$(mktemp)
-.venv/bin/mypy --cache-dir "${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender/mypy" \
-  >"$mypy_log" 2>&1 &
+.venv/bin/mypy --cache-dir "$shared/mypy" >"$mypy_log" 2>&1 &
 mypy_pid=$!
 trap '[ -z "$mypy_pid" ] || kill "$mypy_pid" 2>/dev/null; rm -f "$mypy_log"' EXIT
 echo "[test] pytest (mypy running beside it)"
@@ -51,8 +52,7 @@ else
 fi
 # What the tests imported, for the next clone's set-up to compile up front (bootstrap.sh).
 .venv/bin/python scripts/bytecode_manifest.py \
-  "${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender/bytecode/$(cat .venv/.deps-stamp).txt" ||
-  true
+  "$shared/bytecode/$(cat .venv/.deps-stamp).txt" || true
 mypy_rc=0
 wait "$mypy_pid" || mypy_rc=$?
 mypy_pid=

@@ -39,9 +39,9 @@ fi
 # stack, in every test process, subprocess, Spark Python worker and service start. A .pth
 # file (run by `site` at every start of this venv's Python) turns writing back on, into
 # .venv/pycache (sys.pycache_prefix): each module is compiled the first time any process
-# imports it, and only what is imported (~4,500 of site-packages' ~23,000 files; ~10 s
-# wall for the service's stack, against ~25 s wall / ~40 CPU s for `compileall` of
-# everything, which set-up paid before). Nothing is written into the checkout: the app's and
+# imports it, and only what is imported (~5,100 of site-packages' ~20,500 files for the
+# whole suite; ~10 s of one core for the service's stack, against ~25 s wall / ~40 CPU s
+# for `compileall` of everything, which set-up paid before). Nothing is written into the checkout: the app's and
 # tests' own bytecode goes there too. "pycache-prefix" in the stamp re-runs this on old venvs.
 want=$( (echo pycache-prefix; cat pyproject.toml requirements.lock) | sha256sum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
@@ -49,7 +49,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   start=$SECONDS
   # PyPI has pyspark only as a ~317 MB source archive. uv re-downloads and rebuilds it on
   # every install into a new venv (~14 s; measured: a new revision in uv's cache each
-  # time, ~650 MB of disk each, 33 GB after a day of clones), so the built wheel is kept
+  # time, ~650 MB of disk each, 39 GB after a day of clones), so the built wheel is kept
   # outside the checkout, as the jars are in ~/.m2, and offered to uv with --find-links.
   wheels="$SHARED/wheels"
   pyspark_pin=$(grep -m1 '^pyspark==' requirements.lock)
@@ -71,8 +71,9 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   printf 'import sys; sys.dont_write_bytecode = False; sys.pycache_prefix = %s\n' \
     "'$prefix'" > "$site/_hudi_rag_bytecode.pth"
   # What earlier clones' tests and services imported with this lock (./test.sh records it,
-  # scripts/bytecode_manifest.py) is compiled now on every core (~5,100 files, ~5 s wall),
-  # not by the first test processes one module at a time (~10 s of one core).
+  # scripts/bytecode_manifest.py) is compiled now on every core (~5,100 files, ~9 s wall
+  # on 2 cores), not by the first test processes one module at a time (a fresh clone's
+  # fast tier: 62 s without, 55 s with).
   manifest="$SHARED/bytecode/$want.txt"
   if [ -f "$manifest" ]; then
     (cd "$site" && "$venv_abs/bin/python" -m compileall -q -q -j 0 -i "$manifest") \

@@ -6,9 +6,9 @@
 into .venv/pycache (scripts/bootstrap.sh), so its site-packages part lists what the tests
 and services import: ~5,200 of ~20,500 modules. The paths, relative to site-packages, are
 added to MANIFEST (one per locked dependency set, outside the checkout); the next clone's
-set-up compiles exactly those, on every core, before anything runs (~5 s wall), instead of
-each test process compiling them on first import (~10 s of one core, paid by the first
-tests of a fresh clone).
+set-up compiles exactly those, on every core, before anything runs (~9 s wall on 2 cores),
+instead of the first test processes compiling them on first import (a fresh clone's fast
+tier: 62 s without, 55 s with).
 """
 
 from __future__ import annotations
