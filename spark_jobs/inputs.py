@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import csv
 import logging
-import operator
 from collections import defaultdict
 from collections.abc import Callable
-from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -51,6 +49,8 @@ OP_NAMES = ("op", "operation")
 MALFORMED = "_malformed"
 NOT_JSON_OBJECT = "not a JSON object"
 RAGGED_CSV = "CSV line has the wrong number of fields"
+KEY_WITH_SEPARATOR = "a key holds the character U+0000"
+_KEY_SEP = "\u0000"  # joins a row's keys while they are normalized (json_lines)
 _CORRUPT = "_corrupt_record"
 
 
@@ -177,62 +177,61 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
     # In steps, so that each line is parsed once and each key normalized once (the
     # optimizer does not merge projections that would repeat an expensive expression).
     extra = [c for c in lines.columns if c != "value"]  # kept, e.g. a caller's row number
-    parsed = lines.filter(F.trim("value") != "").select(
+    parsed = lines.select(
         *extra,
         (source if source is not None else F.input_file_name()).alias(SOURCE),
         F.col("value").alias(ROW),
         F.from_json("value", "map<string,string>").alias("_parsed"),
     )
-    # Most files spell keys as the table does (lowercase, no spaces): then each column is
-    # a map lookup (codegen). Only other rows normalize every key in a lambda, which is
-    # interpreted and cost ~3x the JSON parse itself (measured on generated products).
+    # Blank lines parse to null: only those are trimmed (a copy of the line each).
+    parsed = parsed.filter(F.col("_parsed").isNotNull() | (F.trim(ROW) != ""))
+    # Two ways to find a column's value, chosen per row. Neither uses a lambda: one
+    # (`transform`, `filter`) anywhere in these projections keeps the whole read out of
+    # whole-stage code generation, which cost more than the lambdas themselves.
+    # - Direct (nearly every row of a file written by a program): every key is spelled
+    #   [a-z0-9_] -- its own normalized form -- and none is an alias, so each column is
+    #   one map lookup by its own name. A key "a,b" cannot fake that: only exact names
+    #   are looked up.
+    # - Otherwise the keys are normalized all at once (joined, rewritten, split again)
+    #   and each column takes the value at the first position whose key is one of its
+    #   spellings.
     keys = F.map_keys("_parsed")
-    # A key of only [a-z0-9_] is its own normalized form (and "," cannot fake one: a key
-    # "a,b" is normalized too). With at most one spelling of a column present, a lookup
-    # per spelling gives what "first matching key" gives. Counted with key lookups, not
-    # array_intersect, which builds a hash set per row and group.
-    unambiguous = [
-        reduce(operator.add, (F.map_contains_key("_parsed", k).cast("int") for k in spellings)) <= 1
-        for spellings in (*_alias_groups(), OP_NAMES)
-        if len(spellings) > 1
-    ]
-    fast = F.array_join(keys, ",").rlike("^[a-z0-9_,]*$")
-    for condition in unambiguous:
-        fast = fast & condition
+    aliases = sorted({*ALIASES, *OP_NAMES} - {*COLUMN_NAMES, OP_NAMES[0]})
+    direct = F.array_join(keys, ",").rlike(
+        rf"^(?!(?:.*,)?(?:{'|'.join(aliases)})(?:,|$))[a-z0-9_,]*$"
+    )
+    # normalize_column on the joined keys: spaces trimmed at each key's edges, then
+    # lowercase, then " " and "-" as "_".
+    trimmed = F.regexp_replace(F.array_join(keys, _KEY_SEP), f"^ +| +$| *({_KEY_SEP}) *", "$1")
+    normalized = F.split(F.regexp_replace(F.lower(trimmed), "[ -]", "_"), _KEY_SEP)
+    # In a projection of its own: the steps below read it four times.
+    parsed = parsed.select("*", direct.alias("_is_direct"))
+    direct = F.col("_is_direct")
     entries = parsed.select(
         *extra,
         SOURCE,
         ROW,
-        "_parsed",
-        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT)).alias(MALFORMED),
-        fast.eqNullSafe(True).alias("_fast"),
-    ).select(
-        *extra,
-        SOURCE,
-        ROW,
-        "_parsed",
-        MALFORMED,
-        "_fast",
-        F.when(
-            ~F.col("_fast"),
-            F.transform(
-                F.map_entries("_parsed"),
-                lambda e: F.struct(
-                    F.regexp_replace(F.lower(F.trim(e.key)), "[ -]", "_").alias("k"),
-                    e.value.alias("v"),
-                ),
-            ),
-        ).alias("_entries"),
+        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT))
+        # Keys and values pair up by position: a key holding the separator would shift
+        # them (and cannot be a column's spelling), so such a row is not read at all.
+        .when(~direct & (F.size(normalized) != F.size(keys)), F.lit(KEY_WITH_SEPARATOR))
+        .alias(MALFORMED),
+        F.when(direct, F.col("_parsed")).alias("_direct"),
+        F.when(~direct, F.map_values("_parsed")).alias("_values"),
+        F.when(~direct, normalized).alias("_keys"),
     )
 
-    def first_with(keys: list[str]) -> Column:
-        lookup = F.coalesce(*(F.element_at("_parsed", F.lit(k)) for k in keys))
-        slow = F.element_at(F.filter("_entries", lambda e: e.k.isin(*keys)), 1).v
-        return F.when(F.col("_fast"), lookup).otherwise(slow)
+    def first_with(spellings: list[str]) -> Column:
+        positions = [F.nullif(F.array_position("_keys", s), F.lit(0)) for s in spellings]
+        first = F.least(*positions) if len(positions) > 1 else positions[0]
+        return F.element_at("_values", first.cast("int"))
 
-    def pick(column: str) -> Column:
+    def pick(column: str, general: Column) -> Column:
+        return F.coalesce(F.element_at("_direct", F.lit(column)), general)
+
+    def aliased(column: str) -> Column:
         # The key spelled like the table column wins over its aliases.
-        aliases = [alias for alias, target in ALIASES.items() if target == column]
+        aliases = [alias for alias, target in ALIASES.items() if target == column != alias]
         return F.coalesce(first_with([column]), first_with(aliases))
 
     return entries.select(
@@ -240,8 +239,9 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
         SOURCE,
         ROW,
         MALFORMED,
-        *(pick(c).alias(c) for c in COLUMN_NAMES),
-        first_with(list(OP_NAMES)).alias(OP),
+        *(pick(c, aliased(c)).alias(c) for c in COLUMN_NAMES),
+        # Of `op` and `operation`, the first in the row wins (neither is the column's name).
+        pick(OP_NAMES[0], first_with(list(OP_NAMES))).alias(OP),
     )
 
 

@@ -61,7 +61,7 @@ def _row(pid: int, name: str, **kw: Any) -> dict[str, Any]:
 @pytest.mark.spark
 def test_integral_ids_pass_and_others_fail(spark: SparkSession) -> None:
     good = [12, "12", " 12 ", 12.0, "-3", 2**63 - 1]
-    bad = ["12.5", 12.5, "abc", True, "1e3", 2**63, [1]]
+    bad = ["12.5", 12.5, "abc", True, "1e3", 2**63, [1], "+", "-"]
     results = check(spark, [{"id": v, "name": "x"} for v in (*good, *bad)])
     assert [r["id"] for r in results[: len(good)] if isinstance(r, dict)] == [
         12,
@@ -72,8 +72,17 @@ def test_integral_ids_pass_and_others_fail(spark: SparkSession) -> None:
         2**63 - 1,
     ]
     assert all(isinstance(r, list) and r[0].startswith("id is not an integer") for r in results[6:])
-    missing = check(spark, [{"id": None, "name": "x"}, {"name": "x"}, {"id": "", "name": "x"}])
-    assert missing == [["id is missing"]] * 3
+    blank = [None, "", " ", "\u00a0", "\t\n"]
+    missing = check(spark, [{"name": "x"}, *({"id": v, "name": "x"} for v in blank)])
+    assert missing == [["id is missing"]] * 6
+    # Leading zeros and signs are integers too, though not as Spark would write them.
+    assert [
+        r["id"] for r in check(spark, [{"id": v, "name": "x"} for v in ("007", "+7", "-0")])
+    ] == [
+        7,
+        7,
+        0,
+    ]
 
 
 @pytest.mark.spark
@@ -126,6 +135,47 @@ BAD_ROWS: list[tuple[Any, list[str]]] = [
 @pytest.mark.spark
 def test_bad_rows_give_every_reason(spark: SparkSession) -> None:
     assert check(spark, [row for row, _ in BAD_ROWS]) == [reasons for _, reasons in BAD_ROWS]
+
+
+@pytest.mark.spark
+def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None:
+    """spark_jobs.inputs.json_lines picks a cheaper lookup for rows whose keys are the
+    table's own names (or plain aliases); every row here must read as the general path
+    reads it: case, spaces and dashes ignored, the column's own name first, else the
+    first alias in the row."""
+    rows = [
+        {"id": 1, "name": "own names", "extra_key": "ignored"},  # only exact names
+        {"id": 2, "title": "alias"},  # plain aliases, one spelling per column
+        {"id": 3, "title": "alias", "name": "own name wins"},
+        {"id": 4, "title": "first alias wins", "product_name": "second"},  # ambiguous
+        {"ID": 5, "Name": "any case", "Unit-Price": "2"},
+        {"id": 6, "name": "x", "a,title": "a key with a comma is not an alias"},
+        {"id": 7, "name": "x", "operation": "delete", "op": "upsert"},  # first op wins
+        {"id": 8, "name": "x", "op": "upsert", "operation": "delete"},
+        {"product_id": "9", "name": "x", "Extra Key": 1, "price": 1},
+        {"id": 10, " NAME ": "x", "a\u0000b": "a key that would shift the others"},
+    ]
+    results = check(spark, rows)
+    assert [r["name"] if isinstance(r, dict) else r for r in results] == [
+        "own names",
+        "alias",
+        "own name wins",
+        "first alias wins",
+        "any case",
+        "x",
+        "x",
+        "x",
+        "x",
+        ["a key holds the character U+0000"],
+    ]
+    assert [r["id"] for r in results if isinstance(r, dict)] == list(range(1, 10))
+    assert [r["price"] for r in results if isinstance(r, dict)][4::4] == [2.0, 1.0]
+    # Row 7 is a delete (its `operation` comes first); row 8 is not.
+    deletes = validate(
+        json_lines(spark.createDataFrame([(json.dumps(r),) for r in rows[6:8]], "value string")),
+        NOW,
+    ).collect()
+    assert [r["is_delete"] for r in deletes] == [True, False]
 
 
 @pytest.mark.spark
