@@ -80,8 +80,8 @@ def _is_container(value: Column) -> Column:
     opens = value.startswith("[") | value.startswith("{")
     # json_array_length has no generated code in Spark 3.5 (CodegenFallback), so this
     # projection runs outside whole-stage code generation even though nearly no row
-    # reaches it: ~0.6 JVM CPU s per 1M rows (validation without it, noisy). Spark 4
-    # generates code for the JSON functions.
+    # reaches it: ~0.6 JVM CPU s per 1M rows (validation without it, noisy). Spark 4.0
+    # generates its code (SPARK-49766).
     container = (
         value.rlike(r"^\s*[\[{]")
         & F.json_array_length(F.concat(F.lit("["), value, F.lit("]"))).isNotNull()
