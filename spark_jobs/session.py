@@ -81,9 +81,9 @@ def get_spark(
             # validation's generated code has one of 9029 (spark_jobs/validation.py, one
             # projection for all rules) and the JSON read's one of 11196 (its key picks;
             # `ByteCodeStats` of debug.codegenStringSeq), which then ran interpreted for
-            # every row. Read +
-            # validate of 1M generated products (noop sink, warm JVM): 19.1-19.6 JVM CPU s
-            # without, 12.4-14.5 with.
+            # every row. Read + validate of 1M generated products (noop sink, warm JVM,
+            # before the 11196-byte read existed): 19.1-19.6 JVM CPU s without, 12.4-14.5
+            # with.
             " -XX:-DontCompileHugeMethods",
         )
     )
