@@ -82,7 +82,7 @@ def get_spark(
             # projection for all rules) and the JSON read's one of 11196 (its key picks;
             # `ByteCodeStats` of debug.codegenStringSeq), which then ran interpreted for
             # every row. Read + validate of 1M generated products (noop sink, warm JVM,
-            # before the 11196-byte read existed): 19.1-19.6 JVM CPU s without, 12.4-14.5
+            # BENCHMARKS.md issue 12 run 5): 19.1-19.6 JVM CPU s without, 12.4-14.5
             # with.
             " -XX:-DontCompileHugeMethods",
         )
