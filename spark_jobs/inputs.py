@@ -185,9 +185,9 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
     )
     # Blank lines parse to null: only those are trimmed (a copy of the line each).
     parsed = parsed.filter(F.col("_parsed").isNotNull() | (F.trim(ROW) != ""))
-    # Two ways to find a column's value, chosen per row. Neither uses a lambda: one
-    # (`transform`, `filter`) anywhere in these projections keeps the whole read out of
-    # whole-stage code generation, which cost more than the lambdas themselves.
+    # Two ways to find a column's value, chosen per row. Neither uses a lambda: a
+    # `transform` or `filter` keeps its projection out of whole-stage code generation (as
+    # `from_json` keeps the parse's, in Spark 3.5), which cost more than the lambdas.
     # - Direct (nearly every row of a file written by a program): every key is spelled
     #   [a-z0-9_] -- its own normalized form -- and none is an alias, so each column is
     #   one map lookup by its own name. A key "a,b" cannot fake that: only exact names
@@ -243,14 +243,6 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
         # Of `op` and `operation`, the first in the row wins (neither is the column's name).
         pick(OP_NAMES[0], first_with(list(OP_NAMES))).alias(OP),
     )
-
-
-def _alias_groups() -> list[tuple[str, ...]]:
-    """The input spellings of each table column, the column's own name included."""
-    groups: dict[str, list[str]] = defaultdict(list)
-    for alias, target in ALIASES.items():
-        groups[target].append(alias)
-    return [tuple(g) for g in groups.values()]
 
 
 def check_file(spark: SparkSession, file: str, fmt: InputFormat) -> None:
