@@ -41,7 +41,13 @@ from spark_jobs.table import (
     require_table,
     write,
 )
-from spark_jobs.validation import IS_DELETE, REASONS, TS_DEFAULTED, validate
+from spark_jobs.validation import (
+    IS_DELETE,
+    REASONS,
+    TS_DEFAULTED,
+    stamp_ingestion_time,
+    validate,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -148,7 +154,7 @@ def upsert_source(
     # Known before anything is read: a table that never had a write holds nothing to diff
     # against or delete from.
     first_load = not has_completed_writes(spark, table_path)
-    checked = validate(source.withColumn(_SEQ, F.monotonically_increasing_id()), ingestion_ts)
+    checked = validate(source.withColumn(_SEQ, F.monotonically_increasing_id()))
     # Parsed and validated once, then read from the cache by every step below (counts,
     # quarantine, the write). Only rejects need their source text (for the quarantine):
     # dropping it from the valid rows halves what is cached.
@@ -161,7 +167,7 @@ def upsert_source(
             if quarantined or quarantine_empty
             else None
         )
-        accepted = checked.filter(F.size(REASONS) == 0)
+        accepted = stamp_ingestion_time(checked.filter(F.size(REASONS) == 0), ingestion_ts)
         # Most batches hold each id once: then the (costly) newest-per-id aggregate is
         # skipped and the cached rows are written as they are.
         deduplicate = counts.ids < counts.valid

@@ -29,7 +29,7 @@ from spark_jobs.errors import InputError
 from spark_jobs.generate_products import generate, generate_file
 from spark_jobs.inputs import column_mapping, discover, json_lines
 from spark_jobs.product_copy import CATALOG
-from spark_jobs.validation import REASONS, TS_DEFAULTED, validate
+from spark_jobs.validation import REASONS, TS_DEFAULTED, stamp_ingestion_time, validate
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,7 +46,9 @@ def check(spark: SparkSession, rows: list[Any]) -> list[dict[str, Any] | list[st
 
     lines = [(n, r if isinstance(r, str) else json.dumps(r)) for n, r in enumerate(rows)]
     frame = spark.createDataFrame(lines, "n int, value string")
-    checked = validate(json_lines(frame, F.lit("<test>")), NOW).orderBy("n")
+    # The job stamps valid rows only; a reject's ts means nothing either way.
+    checked = stamp_ingestion_time(validate(json_lines(frame, F.lit("<test>"))), NOW)
+    checked = checked.orderBy("n")
     return [
         list(row[REASONS]) or {c: row[c] for c in (*COLUMN_NAMES, TS_DEFAULTED)}
         for row in checked.collect()
@@ -166,10 +168,8 @@ def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None
     assert [r["id"] for r in results if isinstance(r, dict)] == list(range(1, 10))
     assert [r["price"] for r in results if isinstance(r, dict)][4::4] == [2.0, 1.0]
     # Row 7 is a delete (its `operation` comes first); row 8 is not.
-    deletes = validate(
-        json_lines(spark.createDataFrame([(json.dumps(r),) for r in rows[6:8]], "value string")),
-        NOW,
-    ).collect()
+    lines = spark.createDataFrame([(json.dumps(r),) for r in rows[6:8]], "value string")
+    deletes = validate(json_lines(lines)).collect()
     assert [r["is_delete"] for r in deletes] == [True, False]
 
 
