@@ -8,6 +8,10 @@ VENV=${VENV:-.venv}
 STAMP="$VENV/.deps-stamp"
 
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
+# The venv is made without pip (below); pip is added only for what needs it.
+ensure_pip() {
+  "$VENV/bin/python" -m pip --version >/dev/null 2>&1 || "$VENV/bin/python" -m ensurepip >/dev/null
+}
 
 # What set-up keeps outside the checkout (shared by clones, like the jars in ~/.m2).
 SHARED="${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender"
@@ -24,7 +28,7 @@ if [ ! -x "$VENV/bin/uv" ]; then
   if [ -x "$SHARED/bin/uv" ]; then
     cp "$SHARED/bin/uv" "$VENV/bin/uv"
   else
-    "$VENV/bin/python" -m pip --version >/dev/null 2>&1 || "$VENV/bin/python" -m ensurepip >/dev/null
+    ensure_pip
     "$VENV/bin/python" -m pip install -q "uv>=0.4,<1"
     mkdir -p "$SHARED/bin"
     cp "$VENV/bin/uv" "$SHARED/bin/.uv.partial" && mv "$SHARED/bin/.uv.partial" "$SHARED/bin/uv"
@@ -41,8 +45,8 @@ fi
 # .venv/pycache (sys.pycache_prefix): each module is compiled the first time any process
 # imports it, and only what is imported (~5,100 of site-packages' ~20,500 files for the
 # whole suite; ~10 s of one core for the service's stack, against ~25 s wall / ~40 CPU s
-# for `compileall` of everything, which set-up paid before). Nothing is written into the checkout: the app's and
-# tests' own bytecode goes there too. "pycache-prefix" in the stamp re-runs this on old venvs.
+# for `compileall` of everything, which set-up paid before). Nothing is written into the
+# checkout: the app's and tests' own bytecode goes there too. "pycache-prefix" in the stamp re-runs this on old venvs.
 want=$( (echo pycache-prefix; cat pyproject.toml requirements.lock) | sha256sum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   log "installing Python dependencies from requirements.lock (first run: ~1-3 min, ~4 GB with torch)"
@@ -57,7 +61,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
     log "building the $pyspark_pin wheel once into $wheels"
     mkdir -p "$wheels"
     built=$(mktemp -d "$wheels/.build-XXXXXX")
-    "$VENV/bin/python" -m pip --version >/dev/null 2>&1 || "$VENV/bin/python" -m ensurepip >/dev/null
+    ensure_pip
     "$VENV/bin/python" -m pip wheel -q --no-deps -w "$built" "$pyspark_pin"
     mv "$built"/*.whl "$wheels"/
     rmdir "$built"

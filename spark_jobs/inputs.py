@@ -196,26 +196,22 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
     #   and each column takes the value at the first position whose key is one of its
     #   spellings.
     keys = F.map_keys("_parsed")
-    aliases = sorted({*ALIASES, *OP_NAMES} - {*COLUMN_NAMES, OP_NAMES[0]})
+    not_own_names = sorted({*ALIASES, *OP_NAMES} - {*COLUMN_NAMES, OP_NAMES[0]})
     direct = F.array_join(keys, ",").rlike(
-        rf"^(?!(?:.*,)?(?:{'|'.join(aliases)})(?:,|$))[a-z0-9_,]*$"
+        rf"^(?!(?:.*,)?(?:{'|'.join(not_own_names)})(?:,|$))[a-z0-9_,]*$"
     )
     # normalize_column on the joined keys: spaces trimmed at each key's edges, then
     # lowercase, then " " and "-" as "_".
     trimmed = F.regexp_replace(F.array_join(keys, _KEY_SEP), f"^ +| +$| *({_KEY_SEP}) *", "$1")
     normalized = F.split(F.regexp_replace(F.lower(trimmed), "[ -]", "_"), _KEY_SEP)
-    # In a projection of its own: the steps below read it four times.
+    # In a projection of its own: the step below reads it three times.
     parsed = parsed.select("*", direct.alias("_is_direct"))
     direct = F.col("_is_direct")
     entries = parsed.select(
         *extra,
         SOURCE,
         ROW,
-        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT))
-        # Keys and values pair up by position: a key holding the separator would shift
-        # them (and cannot be a column's spelling), so such a row is not read at all.
-        .when(~direct & (F.size(normalized) != F.size(keys)), F.lit(KEY_WITH_SEPARATOR))
-        .alias(MALFORMED),
+        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT)).alias(MALFORMED),
         F.when(direct, F.col("_parsed")).alias("_direct"),
         F.when(~direct, F.map_values("_parsed")).alias("_values"),
         F.when(~direct, normalized).alias("_keys"),
@@ -234,11 +230,15 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
         aliases = [alias for alias, target in ALIASES.items() if target == column != alias]
         return F.coalesce(first_with([column]), first_with(aliases))
 
+    # Keys and values pair up by position: a key holding the separator would shift them
+    # (and cannot be a column's spelling), so such a row is not read at all. (Both sizes
+    # are -1 on direct rows, whose `_keys` and `_values` are null.)
+    shifted = F.when(F.size("_keys") != F.size("_values"), F.lit(KEY_WITH_SEPARATOR))
     return entries.select(
         *extra,
         SOURCE,
         ROW,
-        MALFORMED,
+        F.coalesce(MALFORMED, shifted).alias(MALFORMED),
         *(pick(c, aliased(c)).alias(c) for c in COLUMN_NAMES),
         # Of `op` and `operation`, the first in the row wins (neither is the column's name).
         pick(OP_NAMES[0], first_with(list(OP_NAMES))).alias(OP),

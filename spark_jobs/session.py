@@ -78,8 +78,8 @@ def get_spark(
             "-Dderby.system.home=/tmp/derby"
             " -Djol.skipHotspotSAAttach=true -Djol.skipDynamicAttach=true"
             # HotSpot never JIT-compiles a method over 8000 bytes of bytecode; the
-            # validation's generated code has one of 9029 (spark_jobs/validation.py, one
-            # projection for all rules) and the JSON read's one of 11196 (its key picks;
+            # validation's generated code has one of 9305 (spark_jobs/validation.py, one
+            # projection for all rules) and the JSON read's one of 10458 (its key picks;
             # `ByteCodeStats` of debug.codegenStringSeq), which then ran interpreted for
             # every row. Read + validate of 1M generated products (noop sink, warm JVM,
             # BENCHMARKS.md issue 12 run 5): 19.1-19.6 JVM CPU s without, 12.4-14.5

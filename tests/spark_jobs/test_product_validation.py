@@ -197,7 +197,7 @@ def test_clean_text_never_keeps_control_characters(spark: SparkSession) -> None:
 
 @pytest.mark.spark
 def test_the_session_jvm_compiles_huge_methods(spark: SparkSession) -> None:
-    """The rules compile to one method over HotSpot's 8000-byte limit (9029 bytes with
+    """The rules compile to one method over HotSpot's 8000-byte limit (9305 bytes with
     Spark 3.5): the session's JVM is told to JIT-compile it anyway (spark_jobs/session.py)."""
     jvm: Any = spark._jvm
     bean_class = jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
