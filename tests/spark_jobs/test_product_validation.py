@@ -136,9 +136,9 @@ def test_bad_rows_give_every_reason(spark: SparkSession) -> None:
 
 @pytest.mark.spark
 def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None:
-    """spark_jobs.inputs.json_lines picks a cheaper lookup for rows whose keys are the
-    table's own names (or plain aliases); every row here must read as the general path
-    reads it: case, spaces and dashes ignored, the column's own name first, else the
+    """spark_jobs.inputs.json_lines picks a cheaper lookup for rows whose keys are all
+    the table's own names (or `op`); every row here must read as the general path reads
+    it: case, spaces and dashes ignored, the column's own name first, else the
     first alias in the row."""
     rows = [
         {"id": 1, "name": "own names", "extra_key": "ignored"},  # only exact names
@@ -151,6 +151,7 @@ def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None
         {"id": 8, "name": "x", "op": "upsert", "operation": "delete"},
         {"product_id": "9", "name": "x", "Extra Key": 1, "price": 1},
         {"id": 10, " NAME ": "x", "a\u0000b": "a key that would shift the others"},
+        {"id": 11, "ts": 5, "name": "only own names", "op": "upsert"},  # the direct path
     ]
     results = check(spark, rows)
     assert [r["name"] if isinstance(r, dict) else r for r in results] == [
@@ -164,8 +165,9 @@ def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None
         "x",
         "x",
         ["a key holds the character U+0000"],
+        "only own names",
     ]
-    assert [r["id"] for r in results if isinstance(r, dict)] == list(range(1, 10))
+    assert [r["id"] for r in results if isinstance(r, dict)] == [*range(1, 10), 11]
     assert [r["price"] for r in results if isinstance(r, dict)][4::4] == [2.0, 1.0]
     # Row 7 is a delete (its `operation` comes first); row 8 is not.
     lines = spark.createDataFrame([(json.dumps(r),) for r in rows[6:8]], "value string")
@@ -193,6 +195,19 @@ def test_clean_text_never_keeps_control_characters(spark: SparkSession) -> None:
     for name in names:
         assert isinstance(name, str) and name == name.strip()
         assert not any(unicodedata.category(c) == "Cc" for c in name)
+    # Raw lines that are ASCII without a backslash take the row-level shortcut
+    # (validation._plain_row): a raw DEL is still removed, and a raw tab cannot reach a
+    # value, because JSON rejects raw control characters inside strings.
+    raw = [
+        '{"id": 1, "name": " a\x7fb "}',
+        '{"id": 2, "name": " plain "}',
+        '{"id": 3, "name": "a\tb"}',
+    ]
+    assert [r["name"] if isinstance(r, dict) else r for r in check(spark, raw)] == [
+        "ab",
+        "plain",
+        ["not a JSON object"],
+    ]
 
 
 @pytest.mark.spark
