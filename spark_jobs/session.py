@@ -79,7 +79,7 @@ def get_spark(
             " -Djol.skipHotspotSAAttach=true -Djol.skipDynamicAttach=true"
             # HotSpot never JIT-compiles a method over 8000 bytes of bytecode; the
             # validation's generated code has one of 9305 (spark_jobs/validation.py, one
-            # projection for all rules) and the JSON read's one of 10458 (its key picks;
+            # projection for all rules) and the JSON read's one of 11740 (its key picks;
             # `ByteCodeStats` of debug.codegenStringSeq), which then ran interpreted for
             # every row. Read + validate of 1M generated products (noop sink, warm JVM,
             # BENCHMARKS.md issue 12 run 5): 19.1-19.6 JVM CPU s without, 12.4-14.5
