@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.core.catalog import COLUMNS, ColumnSpec
-from spark_jobs.inputs import MALFORMED, OP, ROW
+from spark_jobs.inputs import MALFORMED, OP
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -46,7 +46,6 @@ _SPACE_LIKE = r"[\t\n\r]+"
 _EDGE_SPACE = r"(?U)^\s+|\s+$"
 _INTEGRAL = r"^\s*[+-]?\d+(\.0*)?\s*$"
 _NOT_PRINTABLE_ASCII = r"[^\x20-\x7e]"
-_PLAIN = "_plain"
 
 
 def _quoted(value: Column) -> Column:
@@ -104,34 +103,19 @@ def _integral(value: Column) -> Column:
     return F.when(canonical, number).when(value.rlike(_INTEGRAL), digits.cast("bigint"))
 
 
-def _plain_row() -> Column:
-    """The source row (`_row`) is ASCII without a backslash or DEL, so its text values
-    are printable ASCII: JSON rejects raw control characters inside strings, and with no
-    backslash there is no escape that could make one; CSV and Parquet rows are Spark's
-    JSON of the row, which escapes them. Two scans of the row's bytes, once per row,
-    instead of a regular expression per text value (~1.5 JVM CPU s per 1M rows).
-    """
-    from pyspark.sql import functions as F
-
-    row = F.col(ROW)
-    return ~row.contains("\\") & ~row.contains("\x7f") & (F.length(row) == F.octet_length(row))
-
-
-def clean_text(value: Column, plain: Column) -> Column:
+def clean_text(value: Column) -> Column:
     """Trimmed text without control characters; null for missing/empty.
 
     Printable ASCII (most text) only needs its spaces trimmed; the three regular
     expressions of the general case cost ~10x more per row (measured on descriptions).
-    `plain` (`_plain_row`) settles that for the whole row; otherwise each value is
-    tested. The caller compares the result with "" (see `_values`): repeating the
-    expression here would evaluate it twice per row.
+    The caller compares the result with "" (see `_values`): repeating the expression
+    here would evaluate it twice per row.
     """
     from pyspark.sql import functions as F
 
     spaced = F.regexp_replace(value, _SPACE_LIKE, " ")
     general = F.regexp_replace(F.regexp_replace(spaced, _CONTROL, ""), _EDGE_SPACE, "")
-    printable = plain | ~value.rlike(_NOT_PRINTABLE_ASCII)
-    return F.when(printable, F.trim(value)).otherwise(general)
+    return F.when(~value.rlike(_NOT_PRINTABLE_ASCII), F.trim(value)).otherwise(general)
 
 
 # Reasons read in this order: key, "must be text", "is empty", amount, time.
@@ -153,7 +137,7 @@ def _values(name: str, spec: ColumnSpec) -> dict[str, Column]:
         columns[f"{name}__value"] = _integral(raw)
     elif spec.rule == "text":
         columns[f"{name}__container"] = _is_container(raw)
-        columns[f"{name}__text"] = clean_text(raw, F.col(_PLAIN))
+        columns[f"{name}__text"] = clean_text(raw)
     else:
         number = raw.cast("double")
         columns[f"{name}__value"] = number
@@ -212,8 +196,6 @@ def validate(df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     steps = {k: v for n, s in COLUMNS.items() for k, v in _values(n, s).items()}
-    # In a projection of its own: every text column's step reads it.
-    df = df.select("*", _plain_row().alias(_PLAIN))
     df = df.select("*", *(value.alias(key) for key, value in steps.items()))
     cleaned: dict[str, Column] = {}
     reasons: list[tuple[int, Column]] = []
@@ -245,7 +227,7 @@ def validate(df: DataFrame) -> DataFrame:
         .otherwise(F.array_except(checks, no_reason))
     )
     ts_defaulted = [F.col(f"{n}__missing") for n, s in COLUMNS.items() if s.rule == "epoch_millis"]
-    keep = [c for c in df.columns if c not in (*COLUMNS, OP, _PLAIN) and c not in steps]
+    keep = [c for c in df.columns if c not in COLUMNS and c != OP and c not in steps]
     return df.select(
         *keep,
         *(value.alias(name) for name, value in cleaned.items()),

@@ -195,9 +195,8 @@ def test_clean_text_never_keeps_control_characters(spark: SparkSession) -> None:
     for name in names:
         assert isinstance(name, str) and name == name.strip()
         assert not any(unicodedata.category(c) == "Cc" for c in name)
-    # Raw lines that are ASCII without a backslash take the row-level shortcut
-    # (validation._plain_row): a raw DEL is still removed, and a raw tab cannot reach a
-    # value, because JSON rejects raw control characters inside strings.
+    # Raw lines (json.dumps escapes the controls above): a raw DEL is removed; a raw tab
+    # never reaches a value, since JSON rejects raw control characters inside strings.
     raw = [
         '{"id": 1, "name": " a\x7fb "}',
         '{"id": 2, "name": " plain "}',
