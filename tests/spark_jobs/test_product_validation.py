@@ -141,7 +141,7 @@ def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None
     it: case, spaces and dashes ignored, the column's own name first, else the
     first alias in the row."""
     rows = [
-        {"id": 1, "name": "own names", "extra_key": "ignored"},  # only exact names
+        {"id": 1, "name": "own names", "extra_key": "ignored"},  # a key no column reads
         {"id": 2, "title": "alias"},  # plain aliases, one spelling per column
         {"id": 3, "title": "alias", "name": "own name wins"},
         {"id": 4, "title": "first alias wins", "product_name": "second"},  # ambiguous
