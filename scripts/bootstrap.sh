@@ -46,7 +46,8 @@ fi
 # imports it, and only what is imported (~5,100 of site-packages' ~20,500 files for the
 # whole suite; ~10 s of one core for the service's stack, against ~25 s wall / ~40 CPU s
 # for `compileall` of everything, which set-up paid before). Nothing is written into the
-# checkout: the app's and tests' own bytecode goes there too. "pycache-prefix" in the stamp re-runs this on old venvs.
+# checkout: the app's and tests' own bytecode goes there too. "pycache-prefix" in the
+# stamp re-runs this on old venvs.
 want=$( (echo pycache-prefix; cat pyproject.toml requirements.lock) | sha256sum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   log "installing Python dependencies from requirements.lock (first run: ~1-3 min, ~4 GB with torch)"

@@ -191,7 +191,7 @@ def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
     # - Direct (nearly every row of a file written by a program): every key is a table
     #   column's own name (or `op`), so each column is one map lookup by that name. Told
     #   by counting: the map holds as many keys as it has own names. (A regular
-    #   expression over the joined keys cost ~1.4 JVM CPU s more per 1M rows.)
+    #   expression over the joined keys cost ~1 JVM CPU s more per 1M rows.)
     # - Otherwise (a key in another case or spelling, an alias, a key no column reads)
     #   the keys are normalized all at once (joined, rewritten, split again) and each
     #   column takes the value at the first position whose key is one of its spellings.
