@@ -1,6 +1,7 @@
 """Benchmark: the upsert job against a plain Hudi bulk insert of the same rows.
 
-    flock /tmp/bench.lock .venv/bin/python bench/spark_upsert.py [--counts 100000 1000000]
+    flock /tmp/bench.lock .venv/bin/python bench/spark_upsert.py [--counts 100000 1000000] \
+        [--table-type COPY_ON_WRITE|MERGE_ON_READ] [--hoodie-conf KEY=VALUE ...]
 
 For each count N (one JVM, one run): generate N products to JSONL; write them into a
 fresh table with a plain `df.write.format("hudi")` bulk insert (schema given, no
@@ -10,7 +11,10 @@ baseline's (target >= 0.7), and the driver's peak RSS (the Python process and th
 reset before each N), and the JVM's CPU seconds of both paths (a loaded machine stretches
 wall time more than CPU time). For the largest N it also upserts a 1% changed batch into the
 job's table and prints its time against the first load. A figure, not a test: the
-machine is noisy, so read the ratios measured in one run.
+machine is noisy, so read the ratios measured in one run. `--table-type` and
+`--hoodie-conf` (the jobs' own options) apply to every table and write of the run, the
+baseline's too, e.g. to see what a merge-on-read table or the record-level index does to
+the 1% batch.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +39,7 @@ from app.core.catalog import spark_schema
 from spark_jobs.create_table import create_table
 from spark_jobs.generate_products import generate, generate_file
 from spark_jobs.session import get_spark
-from spark_jobs.table import require_table, write_options
+from spark_jobs.table import TableType, parse_hoodie_conf, require_table, write_options
 from spark_jobs.upsert_products import upsert_files
 
 logger = logging.getLogger("bench.spark_upsert")
@@ -59,15 +64,22 @@ def _reset_peak(pid: int) -> None:
     Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
-def _baseline(spark: Any, source: str, table: str) -> float:
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """How every table of the run is made and written (the jobs' --table-type, --hoodie-conf)."""
+
+    table_type: TableType
+    hoodie_conf: dict[str, str]
+
+
+def _baseline(spark: Any, source: str, table: str, tables: Tables) -> float:
     """Seconds for a plain bulk insert of the file: read with the schema, write, no checks."""
-    create_table(spark, table)
+    create_table(spark, table, tables.table_type)
     props = require_table(spark, table)
+    options = write_options(props, "bulk_insert", tables.hoodie_conf)
     started = time.monotonic()
     df = spark.read.schema(spark_schema()).json(source)
-    df.write.format("hudi").options(**write_options(props, "bulk_insert")).mode("append").save(
-        table
-    )
+    df.write.format("hudi").options(**options).mode("append").save(table)
     return time.monotonic() - started
 
 
@@ -84,7 +96,9 @@ def _changed_batch(count: int, total: int, seed: int, output: str) -> int:
     return written
 
 
-def run_size(spark: Any, jvm_pid: int, count: int, seed: int, tmp: Path, last: bool) -> None:
+def run_size(
+    spark: Any, jvm_pid: int, count: int, seed: int, tmp: Path, last: bool, tables: Tables
+) -> None:
     size_started = time.monotonic()
     source = str(tmp / f"products-{count}.jsonl")
     logger.info("N=%d: generating", count)
@@ -94,15 +108,15 @@ def run_size(spark: Any, jvm_pid: int, count: int, seed: int, tmp: Path, last: b
 
     logger.info("N=%d: baseline bulk insert", count)
     cpu = _cpu_seconds(jvm_pid)
-    base_seconds = _baseline(spark, source, str(tmp / f"base-{count}"))
+    base_seconds = _baseline(spark, source, str(tmp / f"base-{count}"), tables)
     base_cpu = _cpu_seconds(jvm_pid) - cpu
     shutil.rmtree(tmp / f"base-{count}", ignore_errors=True)
     logger.info("N=%d: baseline %.1f s; running the job", count, base_seconds)
 
     table = str(tmp / f"job-{count}")
-    create_table(spark, table)
+    create_table(spark, table, tables.table_type)
     cpu = _cpu_seconds(jvm_pid)
-    result = upsert_files(spark, table, [source])
+    result = upsert_files(spark, table, [source], hoodie_conf=tables.hoodie_conf)
     job_cpu = _cpu_seconds(jvm_pid) - cpu
     assert result.upserted == count, result
     job_rate, base_rate = count / result.seconds, count / base_seconds
@@ -120,7 +134,7 @@ def run_size(spark: Any, jvm_pid: int, count: int, seed: int, tmp: Path, last: b
         changed = _changed_batch(count // 100, count, seed, changes)
         logger.info("N=%d: upserting a %d-row changed batch", count, changed)
         cpu = _cpu_seconds(jvm_pid)
-        upsert = upsert_files(spark, table, [changes])
+        upsert = upsert_files(spark, table, [changes], hoodie_conf=tables.hoodie_conf)
         print(f"N={count} changed_1pct_jvm_cpu_seconds {_cpu_seconds(jvm_pid) - cpu:.1f}")
         assert upsert.upserted == changed, upsert
         print(f"N={count} changed_1pct_rows {changed} seconds {upsert.seconds:.1f}")
@@ -134,11 +148,17 @@ def main() -> int:
     parser.add_argument("--counts", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--warmup", type=int, default=20_000, help="rows for a JIT warm-up")
+    parser.add_argument(
+        "--table-type", choices=("COPY_ON_WRITE", "MERGE_ON_READ"), default="COPY_ON_WRITE"
+    )
+    parser.add_argument("--hoodie-conf", action="append", metavar="KEY=VALUE")
     args = parser.parse_args()
+    tables = Tables(args.table_type, parse_hoodie_conf(args.hoodie_conf))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
     print(f"machine {platform.machine()} {platform.system()}, {os.cpu_count()} cores")
+    print(f"table_type {tables.table_type} hoodie_conf {tables.hoodie_conf or 'none'}")
     spark = get_spark(app_name="bench-spark-upsert")
     jvm = spark._jvm
     assert jvm is not None, "no JVM behind the SparkSession"
@@ -147,12 +167,13 @@ def main() -> int:
         # Both paths once, small, so the JIT does not favour whichever runs second.
         warm = str(Path(tmp) / "warm.jsonl")
         generate_file(args.warmup, args.seed, warm)
-        _baseline(spark, warm, str(Path(tmp) / "warm-base"))
-        create_table(spark, str(Path(tmp) / "warm-job"))
-        upsert_files(spark, str(Path(tmp) / "warm-job"), [warm])
+        _baseline(spark, warm, str(Path(tmp) / "warm-base"), tables)
+        create_table(spark, str(Path(tmp) / "warm-job"), tables.table_type)
+        upsert_files(spark, str(Path(tmp) / "warm-job"), [warm], hoodie_conf=tables.hoodie_conf)
         counts = sorted(args.counts)
         for count in counts:
-            run_size(spark, jvm_pid, count, args.seed, Path(tmp), last=count == counts[-1])
+            last = count == counts[-1]
+            run_size(spark, jvm_pid, count, args.seed, Path(tmp), last, tables)
     spark.stop()
     whole_run = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"python_max_rss_mb_whole_run {whole_run:.0f}")
