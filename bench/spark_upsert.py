@@ -31,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -148,9 +148,7 @@ def main() -> int:
     parser.add_argument("--counts", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--warmup", type=int, default=20_000, help="rows for a JIT warm-up")
-    parser.add_argument(
-        "--table-type", choices=("COPY_ON_WRITE", "MERGE_ON_READ"), default="COPY_ON_WRITE"
-    )
+    parser.add_argument("--table-type", choices=get_args(TableType), default="COPY_ON_WRITE")
     parser.add_argument("--hoodie-conf", action="append", metavar="KEY=VALUE")
     args = parser.parse_args()
     tables = Tables(args.table_type, parse_hoodie_conf(args.hoodie_conf))
