@@ -73,7 +73,7 @@ class Tables:
 
 
 def _baseline(spark: Any, source: str, table: str, tables: Tables) -> float:
-    """Seconds for a plain bulk insert of the file into a made table (schema, no checks)."""
+    """Seconds for a plain bulk insert of the file into an existing table (schema, no checks)."""
     props = require_table(spark, table)
     options = write_options(props, "bulk_insert", tables.hoodie_conf)
     started = time.monotonic()
@@ -150,7 +150,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--warmup", type=int, default=20_000, help="rows for a JIT warm-up")
     parser.add_argument("--table-type", choices=get_args(TableType), default="COPY_ON_WRITE")
-    parser.add_argument("--hoodie-conf", action="append", metavar="KEY=VALUE")
+    parser.add_argument(
+        "--hoodie-conf", action="append", metavar="KEY=VALUE", help="Hudi write option (repeatable)"
+    )
     args = parser.parse_args()
     tables = Tables(args.table_type, parse_hoodie_conf(args.hoodie_conf))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
