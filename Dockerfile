@@ -22,13 +22,14 @@ COPY scripts ./scripts
 RUN useradd --create-home --uid 10001 app && mkdir -p /data && chown app /data
 
 FROM base AS spark
-RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+# A JDK, not a JRE: the product rules are Java, compiled once here (spark_jobs/rules_jar.py).
+RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven \
     && rm -rf /var/lib/apt/lists/*
 RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} ".[spark]"
 COPY data/demo ./data/demo
 USER app
 # Hudi bundle (+ s3a jars) into ~app/.m2, where spark_jobs/session.py looks for them.
-RUN ./scripts/fetch_jars.sh
+RUN ./scripts/fetch_jars.sh && python -m spark_jobs.rules_jar
 # Default: build the demo table if missing. Any job: `docker compose run spark python -m
 # spark_jobs.upsert_products --input /data/in/products.jsonl`.
 CMD ["python", "-m", "spark_jobs.demo"]

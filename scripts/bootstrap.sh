@@ -90,6 +90,9 @@ fi
 
 # The Hudi Spark bundle (+ s3a connector) into ~/.m2: ~80 MB + ~280 MB on a fresh machine.
 ./scripts/fetch_jars.sh
+# The product rules' jar (Java, spark_jobs/jvm) into $SHARED/jars: ~3 s with javac once
+# per version of the rules; the Spark jobs build it on first use otherwise.
+"$VENV/bin/python" -m spark_jobs.rules_jar >/dev/null
 
 # The embedding model's ONNX exports (fp32, and int8 on a VNNI/AMX CPU) into MODEL_CACHE_DIR
 # (data/models), made once here as the service's first start would make them: otherwise

@@ -110,11 +110,10 @@ class BatchWriter:
             self.spark,
             self.config.table_path,
             self.props,
-            read_inputs(self.spark, readable),
+            read_inputs(self.spark, readable, self._ingestion_ts(batch_id)),
             quarantine,
             self.config.hoodie_conf,
             started,
-            ingestion_ts=self._ingestion_ts(batch_id),
             quarantine_empty=False,
             commit_meta={"batch_id": str(batch_id), "checkpoint": self.config.checkpoint},
         )

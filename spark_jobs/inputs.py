@@ -1,16 +1,18 @@
 """Reading product files (JSONL, CSV, Parquet; files or folders, local or s3a://) with Spark.
 
 Every format becomes one DataFrame shape (`read_inputs`): `_source` (the file), `_row`
-(the source row as JSON text, or the raw line when it could not be parsed), `_malformed`
-(why the row is not a record, else null), one STRING column per table column and `_op`
-(the source's `op` column: `delete`/`d` makes the row a delete), which
-spark_jobs/validation.py then checks. Nothing is collected to the driver: only file
-listings and CSV header lines are read there.
+(the source row as JSON text, or the raw line when it could not be parsed), then the
+checked row of spark_jobs/validation.py (typed table columns, `ts_defaulted`,
+`is_delete`, `reasons`). CSV and Parquet are first read as source rows of strings (one
+per table column, `_op` from the source's `op` column, `_malformed` for a ragged line),
+which `validate` checks; a JSON line is parsed and checked in one call (`check_json`).
+Nothing is collected to the driver: only file listings and CSV header lines are read
+there.
 
 Source columns are mapped to table columns by name, case-insensitively, with the aliases
-in app.core.catalog. JSON keys are matched per row (a line is parsed into a map first, so
-`"Product ID"` works); CSV and Parquet columns per file, and a file without an id or a
-name column fails the job before anything is written.
+in app.core.catalog. JSON keys are matched per row (so `"Product ID"` works); CSV and
+Parquet columns per file, and a file without an id or a name column fails the job before
+anything is written.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from app.core.catalog import ALIASES, COLUMN_NAMES, REQUIRED_COLUMNS, normalize_column
 from spark_jobs.errors import InputError
+from spark_jobs.validation import MALFORMED, OP, OP_NAMES, check_json, validate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -41,16 +44,9 @@ _EXTENSIONS: dict[str, InputFormat] = {
     ".pq": "parquet",
 }
 SOURCE, ROW = "_source", "_row"
-# An optional `op` column makes a row a delete (`delete`/`d`); anything else upserts.
-OP = "_op"
-OP_NAMES = ("op", "operation")
-# Why a source row is not a record at all (a malformed JSON line, a ragged CSV line,
-# an unreadable file), or null; spark_jobs/validation.py makes it the row's only reason.
-MALFORMED = "_malformed"
-NOT_JSON_OBJECT = "not a JSON object"
+# MALFORMED says why a source row is not a record at all (a malformed JSON line, a ragged
+# CSV line), or is null; spark_jobs/validation.py makes it the row's only reason.
 RAGGED_CSV = "CSV line has the wrong number of fields"
-KEY_WITH_SEPARATOR = "a key holds the character U+0000"
-_KEY_SEP = "\u0000"  # joins a row's keys while they are normalized (json_lines)
 _CORRUPT = "_corrupt_record"
 
 
@@ -148,101 +144,45 @@ def list_inputs(
     return found
 
 
-def read_inputs(spark: SparkSession, files: list[tuple[str, InputFormat]]) -> DataFrame:
-    """All files as one DataFrame of source rows (see the module docstring)."""
+def read_inputs(
+    spark: SparkSession, files: list[tuple[str, InputFormat]], ingestion_ts: int
+) -> DataFrame:
+    """All files as one DataFrame of checked rows (see the module docstring).
+
+    `ingestion_ts` is the ts of rows that bring none.
+    """
     by_format: dict[InputFormat, list[str]] = defaultdict(list)
     for file, file_fmt in files:
         by_format[file_fmt].append(file)
     frames: list[DataFrame] = []
     if by_format["jsonl"]:
-        frames.append(json_lines(spark.read.text(by_format["jsonl"])))
+        frames.append(json_lines(spark.read.text(by_format["jsonl"]), ingestion_ts))
     for group in _group_by_columns(spark, by_format["csv"], _csv_header):
-        frames.append(_read_csv(spark, *group))
+        frames.append(validate(_read_csv(spark, *group), ingestion_ts))
     for group in _group_by_columns(spark, by_format["parquet"], _parquet_columns):
-        frames.append(_read_parquet(spark, *group))
+        frames.append(validate(_read_parquet(spark, *group), ingestion_ts))
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
     return frame
 
 
-def json_lines(lines: DataFrame, source: Column | None = None) -> DataFrame:
-    """A DataFrame with a `value` column of JSON lines -> source rows (blank lines dropped).
+def json_lines(lines: DataFrame, ingestion_ts: int, source: Column | None = None) -> DataFrame:
+    """A DataFrame with a `value` column of JSON lines -> checked rows (blank lines dropped).
 
-    Each line is parsed into a map first so that keys are matched case-insensitively and
-    by alias, per row; a line that is not a JSON object is kept whole for the quarantine.
+    A line that is not a JSON object is kept whole for the quarantine; `ingestion_ts` is
+    the ts of rows that bring none.
     """
     from pyspark.sql import functions as F
 
-    # In steps, so that each line is parsed once and each key normalized once (the
-    # optimizer does not merge projections that would repeat an expensive expression).
     extra = [c for c in lines.columns if c != "value"]  # kept, e.g. a caller's row number
     parsed = lines.select(
         *extra,
         (source if source is not None else F.input_file_name()).alias(SOURCE),
         F.col("value").alias(ROW),
-        F.from_json("value", "map<string,string>").alias("_parsed"),
+        check_json(lines.sparkSession, F.col("value"), ingestion_ts).alias("_checked"),
     )
-    # Blank lines parse to null: only those are trimmed (a copy of the line each).
-    parsed = parsed.filter(F.col("_parsed").isNotNull() | (F.trim(ROW) != ""))
-    # Two ways to find a column's value, chosen per row. Neither uses a lambda: a
-    # `transform` or `filter` keeps its projection out of whole-stage code generation (as
-    # `from_json` keeps the parse's, in Spark 3.5), which cost more than the lambdas.
-    # - Direct (nearly every row of a file written by a program): every key is a table
-    #   column's own name (or `op`), so each column is one map lookup by that name. Told
-    #   by counting: the map holds as many keys as it has own names. (A regular
-    #   expression over the joined keys cost ~1 JVM CPU s more per 1M rows.)
-    # - Otherwise (a key in another case or spelling, an alias, a key no column reads)
-    #   the keys are normalized all at once (joined, rewritten, split again) and each
-    #   column takes the value at the first position whose key is one of its spellings.
-    keys = F.map_keys("_parsed")
-    own_names = F.lit(0)
-    for name in (*COLUMN_NAMES, OP_NAMES[0]):
-        own_names = own_names + F.map_contains_key("_parsed", name).cast("int")
-    direct = F.size("_parsed") == own_names
-    # normalize_column on the joined keys: spaces trimmed at each key's edges, then
-    # lowercase, then " " and "-" as "_".
-    trimmed = F.regexp_replace(F.array_join(keys, _KEY_SEP), f"^ +| +$| *({_KEY_SEP}) *", "$1")
-    normalized = F.split(F.regexp_replace(F.lower(trimmed), "[ -]", "_"), _KEY_SEP)
-    # In a projection of its own: the step below reads it three times.
-    parsed = parsed.select("*", direct.alias("_is_direct"))
-    direct = F.col("_is_direct")
-    entries = parsed.select(
-        *extra,
-        SOURCE,
-        ROW,
-        F.when(F.col("_parsed").isNull(), F.lit(NOT_JSON_OBJECT)).alias(MALFORMED),
-        F.when(direct, F.col("_parsed")).alias("_direct"),
-        F.when(~direct, F.map_values("_parsed")).alias("_values"),
-        F.when(~direct, normalized).alias("_keys"),
-    )
-
-    def first_with(spellings: list[str]) -> Column:
-        positions = [F.nullif(F.array_position("_keys", s), F.lit(0)) for s in spellings]
-        first = F.least(*positions) if len(positions) > 1 else positions[0]
-        return F.element_at("_values", first.cast("int"))
-
-    def pick(column: str, general: Column) -> Column:
-        return F.coalesce(F.element_at("_direct", F.lit(column)), general)
-
-    def aliased(column: str) -> Column:
-        # The key spelled like the table column wins over its aliases.
-        aliases = [alias for alias, target in ALIASES.items() if target == column != alias]
-        return F.coalesce(first_with([column]), first_with(aliases))
-
-    # Keys and values pair up by position: a key holding the separator would shift them
-    # (and cannot be a column's spelling), so such a row is not read at all. (Both sizes
-    # are -1 on direct rows, whose `_keys` and `_values` are null.)
-    shifted = F.when(F.size("_keys") != F.size("_values"), F.lit(KEY_WITH_SEPARATOR))
-    return entries.select(
-        *extra,
-        SOURCE,
-        ROW,
-        F.coalesce(MALFORMED, shifted).alias(MALFORMED),
-        *(pick(c, aliased(c)).alias(c) for c in COLUMN_NAMES),
-        # Of `op` and `operation`, the first in the row wins (neither is the column's name).
-        pick(OP_NAMES[0], first_with(list(OP_NAMES))).alias(OP),
-    )
+    return parsed.filter(F.col("_checked").isNotNull()).select(*extra, SOURCE, ROW, "_checked.*")
 
 
 def check_file(spark: SparkSession, file: str, fmt: InputFormat) -> None:

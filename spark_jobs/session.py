@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.core.config import Settings, get_settings
+from spark_jobs.rules_jar import rules_jar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,19 +78,19 @@ def get_spark(
             # and it dumps warnings (or, with self-attach allowed, a thread dump) on stdout.
             "-Dderby.system.home=/tmp/derby"
             " -Djol.skipHotspotSAAttach=true -Djol.skipDynamicAttach=true"
-            # HotSpot never JIT-compiles a method over 8000 bytes of bytecode; the
-            # validation's generated code has one of 9305 (spark_jobs/validation.py, one
-            # projection for all rules) and the JSON read's one of 11740 (its key picks;
-            # `ByteCodeStats` of debug.codegenStringSeq), which then ran interpreted for
-            # every row. Read + validate of 1M generated products (noop sink, warm JVM,
-            # BENCHMARKS.md issue 12 run 5): 19.1-19.6 JVM CPU s without, 12.4-14.5
-            # with.
+            # HotSpot never JIT-compiles a method over 8000 bytes of bytecode. The flag was
+            # added for the rules as Spark expressions, whose generated code held such
+            # methods (BENCHMARKS.md issue 12 run 5); since the rules are Java no generated
+            # method is that long, yet the 1M-row bench still ran better with it (job ÷
+            # baseline 0.69 against 0.62-0.65 without; run 9). Which methods it reaches now
+            # (Hudi's, Jackson's?) was not traced.
             " -XX:-DontCompileHugeMethods",
         )
     )
     jar = Path(s.hudi_spark_jar) if s.hudi_spark_jar else local_bundle_jar(s.hudi_spark_bundle)
     packages: list[str] = []
-    jars: list[str] = []
+    # The product rules (spark_jobs/jvm), compiled on first use.
+    jars: list[str] = [str(rules_jar())]
     if jar is not None:
         jars.append(str(jar))
     else:

@@ -5,7 +5,7 @@
 
 Prints `read N`, `upserted N`, `quarantined N` (then `duplicates N`, `unchanged N`).
 DataFrame code end to end: Spark reads the inputs (local paths, s3a:// or s3://) on the
-executors, validates them with column expressions (spark_jobs/validation.py), writes the
+executors, validates them with the product rules (spark_jobs/validation.py), writes the
 rejects to a quarantine folder, keeps the newest row per id and diffs the batch against
 the table, so the driver holds counts, never rows. Everything is read and validated
 before the table is touched: a missing, unreadable or unmappable input fails the job with
@@ -30,8 +30,16 @@ from app.core.catalog import COLUMN_NAMES, PRECOMBINE_FIELD, RECORD_KEY, spark_s
 from app.core.config import get_settings
 from spark_jobs import cli
 from spark_jobs.errors import InputError
-from spark_jobs.inputs import FORMATS, ROW, SOURCE, InputFormat, discover, json_lines, list_inputs
-from spark_jobs.inputs import read_inputs as read_source_rows
+from spark_jobs.inputs import (
+    FORMATS,
+    ROW,
+    SOURCE,
+    InputFormat,
+    discover,
+    json_lines,
+    list_inputs,
+    read_inputs,
+)
 from spark_jobs.table import (
     WriteOperation,
     has_completed_writes,
@@ -45,8 +53,6 @@ from spark_jobs.validation import (
     IS_DELETE,
     REASONS,
     TS_DEFAULTED,
-    stamp_ingestion_time,
-    validate,
 )
 
 if TYPE_CHECKING:
@@ -98,7 +104,7 @@ def upsert_files(
     props = require_table(spark, table_path)
     files = list_inputs(spark, inputs, fmt)
     logger.info("reading %d input files", len(files))
-    source = read_source_rows(spark, files)
+    source = read_inputs(spark, files, _now_millis())
     return upsert_source(spark, table_path, props, source, quarantine_path, hoodie_conf, started)
 
 
@@ -120,7 +126,7 @@ def upsert_rows(
     props = require_table(spark, table_path)
     lines = [(json.dumps(row, ensure_ascii=False, default=str),) for row in rows]
     frame = spark.createDataFrame(lines, "value string")
-    source = json_lines(frame, F.lit("<rows>"))
+    source = json_lines(frame, _now_millis(), F.lit("<rows>"))
     return upsert_source(spark, table_path, props, source, quarantine_path, None, started)
 
 
@@ -132,29 +138,25 @@ def upsert_source(
     quarantine_path: str | None,
     hoodie_conf: dict[str, str] | None,
     started: float,
-    ingestion_ts: int | None = None,
     quarantine_empty: bool = True,
     commit_meta: dict[str, str] | None = None,
 ) -> UpsertResult:
-    """Validate source rows (spark_jobs.inputs shape), quarantine, de-duplicate, diff, write.
+    """Checked rows (spark_jobs.inputs shape) -> quarantine, de-duplicate, diff, write.
 
     A few Spark actions run over the cached, validated rows (counts, quarantine, changed
     rows) before the Hudi commits (one for deletes, one for upserts, each only when it has
     rows); nothing reaches the table when reading fails.
 
     Args:
-        ingestion_ts: the ts of rows that bring none (default: now).
         quarantine_empty: write the quarantine folder even when nothing was rejected.
         commit_meta: extra key/values recorded in each Hudi commit's metadata.
     """
     from pyspark.sql import functions as F
 
-    if ingestion_ts is None:
-        ingestion_ts = time.time_ns() // 1_000_000
     # Known before anything is read: a table that never had a write holds nothing to diff
     # against or delete from.
     first_load = not has_completed_writes(spark, table_path)
-    checked = validate(source.withColumn(_SEQ, F.monotonically_increasing_id()))
+    checked = source.withColumn(_SEQ, F.monotonically_increasing_id())
     # Parsed and validated once, then read from the cache by every step below (counts,
     # quarantine, the write). Only rejects need their source text (for the quarantine):
     # dropping it from the valid rows halves what is cached.
@@ -167,7 +169,7 @@ def upsert_source(
             if quarantined or quarantine_empty
             else None
         )
-        accepted = stamp_ingestion_time(checked.filter(F.size(REASONS) == 0), ingestion_ts)
+        accepted = checked.filter(F.size(REASONS) == 0)
         # Most batches hold each id once: then the (costly) newest-per-id aggregate is
         # skipped and the cached rows are written as they are.
         deduplicate = counts.ids < counts.valid
@@ -202,6 +204,11 @@ def upsert_source(
         seconds=time.monotonic() - started,
         deleted=changes.deleted,
     )
+
+
+def _now_millis() -> int:
+    """The ingestion time: the ts of rows that bring none."""
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

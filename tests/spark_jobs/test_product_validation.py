@@ -29,7 +29,7 @@ from spark_jobs.errors import InputError
 from spark_jobs.generate_products import generate, generate_file
 from spark_jobs.inputs import column_mapping, discover, json_lines
 from spark_jobs.product_copy import CATALOG
-from spark_jobs.validation import REASONS, TS_DEFAULTED, stamp_ingestion_time, validate
+from spark_jobs.validation import REASONS, TS_DEFAULTED
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,8 +46,7 @@ def check(spark: SparkSession, rows: list[Any]) -> list[dict[str, Any] | list[st
 
     lines = [(n, r if isinstance(r, str) else json.dumps(r)) for n, r in enumerate(rows)]
     frame = spark.createDataFrame(lines, "n int, value string")
-    # The job stamps valid rows only; a reject's ts means nothing either way.
-    checked = stamp_ingestion_time(validate(json_lines(frame, F.lit("<test>"))), NOW)
+    checked = json_lines(frame, NOW, F.lit("<test>"))
     checked = checked.orderBy("n")
     return [
         list(row[REASONS]) or {c: row[c] for c in (*COLUMN_NAMES, TS_DEFAULTED)}
@@ -171,7 +170,7 @@ def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None
     assert [r["price"] for r in results if isinstance(r, dict)][4::4] == [2.0, 1.0]
     # Row 7 is a delete (its `operation` comes first); row 8 is not.
     lines = spark.createDataFrame([(json.dumps(r),) for r in rows[6:8]], "value string")
-    deletes = validate(json_lines(lines)).collect()
+    deletes = json_lines(lines, NOW).collect()
     assert [r["is_delete"] for r in deletes] == [True, False]
 
 
@@ -211,8 +210,8 @@ def test_clean_text_never_keeps_control_characters(spark: SparkSession) -> None:
 
 @pytest.mark.spark
 def test_the_session_jvm_compiles_huge_methods(spark: SparkSession) -> None:
-    """The rules compile to one method over HotSpot's 8000-byte limit (9305 bytes with
-    Spark 3.5): the session's JVM is told to JIT-compile it anyway (spark_jobs/session.py)."""
+    """The session's JVM JIT-compiles methods over HotSpot's 8000-byte limit too
+    (spark_jobs/session.py says why)."""
     jvm: Any = spark._jvm
     bean_class = jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
     bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(bean_class)
