@@ -174,6 +174,43 @@ def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None
     assert [r["is_delete"] for r in deletes] == [True, False]
 
 
+# Raw JSON lines and what the rules read from them: as Spark's from_json read them when
+# the rules were Spark expressions (checked against that code), which ProductRules.java
+# now does by hand. A number is read as Jackson writes it back: an integer as its digits,
+# a float as Java's Double.toString, a non-finite one quoted.
+JSON_VALUES = [
+    ('{"id": 1e3, "name": "x"}', ("id", 1000)),
+    ('{"id": -0, "name": "x"}', ("id", 0)),
+    ('{"id": 12.0e0, "name": "x"}', ("id", 12)),
+    ('{"id": 1, "name": "x", "price": 12.50}', ("price", 12.5)),
+    ('{"id": 1, "name": "x", "price": 1.0000000000000000001}', ("price", 1.0)),
+    ('{"id": 1, "name": "x", "brand": true}', ("brand", "true")),
+    ("{'id': 1, 'name': 'single quotes'}", ("name", "single quotes")),
+    ('{"id": 1, "name": "first", "name": "second"}', ("name", "first")),
+    ('{"id": 1, "name": "x"} trailing text', ("name", "x")),
+    ('{"id": 1, "name": "x", "description": "a\\u0000b"}', ("description", "ab")),
+    ('{"id": 1, "name": "x", "price": "0x1p3"}', ("price", 8.0)),
+    ('{"id": 10000000000000000000000, "name": "x"}', "id is not an integer: '1000000000000"),
+    ('{"id": 1, "name": "x", "price": NaN}', "price is not a number: '\"NaN\"'"),
+    ('{"id": 1, "name": "x", "price": 1e400}', "price is not a number: '\"Infinity\"'"),
+    ('{"id": 1, "name": "x", "ts": 1.5e12}', "ts is not epoch millis: '1.5E12'"),
+    ('{"id": 1, "name": {"a": [1]}}', "name must be text"),
+    ('{"id": 1, "name": "x", "price": 007}', "not a JSON object"),
+    ('{"id": 1, "name": "x",}', "not a JSON object"),
+]
+
+
+@pytest.mark.spark
+def test_json_values_read_as_spark_read_them(spark: SparkSession) -> None:
+    results = check(spark, [line for line, _ in JSON_VALUES])
+    for (line, expected), result in zip(JSON_VALUES, results, strict=True):
+        if isinstance(expected, str):
+            assert isinstance(result, list) and result[0].startswith(expected), line
+        else:
+            column, value = expected
+            assert isinstance(result, dict) and result[column] == value, line
+
+
 @pytest.mark.spark
 def test_deletes_need_only_an_id(spark: SparkSession) -> None:
     results = check(

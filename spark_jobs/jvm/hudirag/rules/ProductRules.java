@@ -184,9 +184,13 @@ public final class ProductRules implements Serializable {
       String number = parser.getText();
       return number.equals("-0") ? "0" : number;
     }
-    if (token == JsonToken.VALUE_NUMBER_FLOAT && !parser.isNaN()) {
-      // Jackson's generator writes a double as Double.toString: 12.50 -> "12.5", 1e3 -> "1000.0".
-      return Double.toString(parser.getDoubleValue());
+    if (token == JsonToken.VALUE_NUMBER_FLOAT) {
+      // Jackson's generator writes a finite double as Double.toString: 12.50 -> "12.5",
+      // 1e3 -> "1000.0". NaN, the infinities and an overflow (1e400) it writes quoted.
+      double number = parser.getDoubleValue();
+      if (!Double.isNaN(number) && !Double.isInfinite(number)) {
+        return Double.toString(number);
+      }
     }
     if (token == JsonToken.VALUE_TRUE || token == JsonToken.VALUE_FALSE) {
       return token.asString();
