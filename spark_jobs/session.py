@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.core.config import Settings, get_settings
+from spark_jobs.errors import JobError
 from spark_jobs.rules_jar import rules_jar
 
 if TYPE_CHECKING:
@@ -89,8 +90,13 @@ def get_spark(
     )
     jar = Path(s.hudi_spark_jar) if s.hudi_spark_jar else local_bundle_jar(s.hudi_spark_bundle)
     packages: list[str] = []
-    # The product rules (spark_jobs/jvm), compiled on first use.
-    jars: list[str] = [str(rules_jar())]
+    jars: list[str] = []
+    # The product rules (spark_jobs/jvm), compiled on first use. Without a JDK here they
+    # may still come from `spark-submit --jars`; the jobs say so when they do not.
+    try:
+        jars.append(str(rules_jar()))
+    except JobError as e:
+        logger.warning("%s", e)
     if jar is not None:
         jars.append(str(jar))
     else:

@@ -3,11 +3,12 @@
 The rules run as one Java call per row (spark_jobs/jvm/hudirag/rules/ProductRules.java,
 in the jar spark_jobs/rules_jar.py builds), registered on the session here as two SQL
 functions:
-- `check_json(value)`: a JSON line -> its checked row, or null for a blank line. Keys are
-  matched per row, case-insensitively and by alias, the column's own name first, else
-  the first alias in the row; a key holding U+0000 rejects the row.
-- `validate(df)`: source rows of strings (one per table column, null when the source has
-  none, plus `_op` and `_malformed`; CSV and Parquet, spark_jobs/inputs.py) -> checked.
+- `check_json(spark, value, ingestion_ts)`: a JSON line -> its checked row, or null for a
+  blank line. Keys are matched per row, case-insensitively and by alias, the column's own
+  name first, else the first alias in the row; a key holding U+0000 rejects the row.
+- `validate(df, ingestion_ts)`: source rows of strings (one per table column, null when
+  the source has none, plus `_op` and `_malformed`; CSV and Parquet, spark_jobs/inputs.py)
+  -> checked rows.
 
 A checked row holds the typed, cleaned table columns, `ts_defaulted`, `is_delete` and
 `reasons`. The columns, their rules (`ColumnSpec.rule`) and aliases come from
@@ -15,7 +16,7 @@ app.core.catalog: the Java code names none. Each failure is a reason; a row with
 reason goes to quarantine. Rules:
 - key (`id`): present and integral within BIGINT; "12", " 12 ", "-3" and integral
   decimals ("12.0", how JSON and Parquet doubles read as text) pass; "12.5", "abc",
-  "1e3", true do not.
+  the string "1e3", true do not (a JSON number 1e3 reads as "1000.0" and passes).
 - text (`name` required): trimmed, control characters removed (newlines and tabs become
   spaces); empty optional text stores null, empty required text is "<col> is empty";
   a JSON object or array is "<col> must be text".
@@ -27,10 +28,13 @@ reason goes to quarantine. Rules:
   or `d` makes the row a delete (`is_delete`), which needs only a valid id (and ts);
   anything else is "op must be upsert or delete: '<op>'".
 
+JSON scalars of any type are read as their text (as Spark's from_json read them: the
+tests pin the forms), so a JSON `true` in a text column is the word "true", and a JSON
+`12.0` id and a string "12.0" id are the same thing here.
+
 Why Java: as Spark 3.5 column expressions (from_json into a map, ~60 expressions per row)
-the rules cost twice what a plain Hudi bulk insert of the same rows costs (BENCHMARKS.md,
-issue 12). JSON scalars of any type are read as their text, so a JSON `true` in a text column is
-the word "true", and a JSON `12.0` id and a string "12.0" id are the same thing here.
+the rules cost more than the Hudi write of the same rows; as one Java call, about what
+Spark's own JSON reader costs (BENCHMARKS.md, issue 12, run 9).
 """
 
 from __future__ import annotations

@@ -178,7 +178,7 @@ def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None
 # the rules were Spark expressions (checked against that code), which ProductRules.java
 # now does by hand. A number is read as Jackson writes it back: an integer as its digits,
 # a float as Java's Double.toString, a non-finite one quoted.
-JSON_VALUES = [
+JSON_VALUES: list[tuple[str, str | tuple[str, Any]]] = [
     ('{"id": 1e3, "name": "x"}', ("id", 1000)),
     ('{"id": -0, "name": "x"}', ("id", 0)),
     ('{"id": 12.0e0, "name": "x"}', ("id", 12)),

@@ -19,6 +19,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF2;
@@ -61,7 +62,8 @@ public final class ProductRules implements Serializable {
   private static final Pattern INTEGRAL = Pattern.compile("^\\s*[+-]?\\d+(\\.0*)?\\s*$");
   private static final Pattern LEADING_DIGITS = Pattern.compile("^\\s*([+-]?\\d+)");
   private static final Pattern SPACE_LIKE = Pattern.compile("[\\t\\n\\r]+");
-  private static final Pattern CONTROL = Pattern.compile("[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]");
+  private static final Pattern CONTROL =
+      Pattern.compile("[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]");
   // (?U): Unicode whitespace, as Python's str.strip() trims it.
   private static final Pattern EDGE_SPACE = Pattern.compile("(?U)^\\s+|\\s+$");
 
@@ -107,7 +109,7 @@ public final class ProductRules implements Serializable {
   }
 
   private int[] columnsWith(Rule rule) {
-    return java.util.stream.IntStream.range(0, rules.length).filter(c -> rules[c] == rule).toArray();
+    return IntStream.range(0, rules.length).filter(c -> rules[c] == rule).toArray();
   }
 
   /** The source row of a JSON line: one value per column, then `op`, then why it is malformed. */
@@ -171,7 +173,10 @@ public final class ProductRules implements Serializable {
     return row;
   }
 
-  /** A JSON value as from_json(map<string,string>) gave it: strings as they are, any other value as JSON text. */
+  /**
+   * A JSON value as from_json(map<string,string>) gave it: strings as they are, any other
+   * value as JSON text.
+   */
   private String text(JsonParser parser) throws IOException {
     JsonToken token = parser.currentToken();
     if (token == JsonToken.VALUE_STRING) {
@@ -283,7 +288,8 @@ public final class ProductRules implements Serializable {
           out[c] = text;
           int at = indexIn(phases[1], c);
           reasons[1][at] = container ? names[c] + " must be text" : null;
-          reasons[2][at] = required[c] && !container && text == null ? names[c] + " is empty" : null;
+          boolean empty = required[c] && !container && text == null;
+          reasons[2][at] = empty ? names[c] + " is empty" : null;
           break;
         }
         default: {
@@ -390,7 +396,10 @@ public final class ProductRules implements Serializable {
     return OPENS_CONTAINER.matcher(value).find() && jsonArrayLength("[" + value + "]");
   }
 
-  /** Spark's json_array_length(text) is not null: the text opens a JSON array that parses up to its end. */
+  /**
+   * Spark's json_array_length(text) is not null: the text opens a JSON array whose
+   * elements parse up to its closing bracket.
+   */
   private boolean jsonArrayLength(String text) {
     try (JsonParser parser = new JsonFactory().createParser(text)) {
       if (parser.nextToken() != JsonToken.START_ARRAY) {
