@@ -72,7 +72,7 @@ def check_json(spark: SparkSession, value: Column, ingestion_ts: int) -> Column:
     from pyspark.sql import functions as F
 
     _register(spark)
-    # As a string: see ProductRules.JsonLine.
+    # As a string: see ProductRules.jsonLineFunction.
     return F.call_udf(_CHECK_JSON, value, F.lit(str(ingestion_ts)))
 
 
@@ -115,16 +115,11 @@ def _register(spark: SparkSession) -> None:
     """Register the two functions on this session, once."""
     if spark.catalog.functionExists(_CHECK):
         return
-    jvm: Any = spark._jvm
-
-    def java_class(name: str) -> Any:
-        found = jvm
-        for part in name.split("."):
-            found = getattr(found, part)
-        return found
-
+    rules_class: Any = spark._jvm
+    for part in RULES_CLASS.split("."):
+        rules_class = getattr(rules_class, part)
     try:
-        rules = java_class(RULES_CLASS)(_spec(), "\t".join(OP_NAMES))
+        rules = rules_class(_spec(), "\t".join(OP_NAMES))
     except TypeError as e:  # py4j: the name is a JavaPackage, i.e. no such class
         raise JobError(
             f"{RULES_CLASS} is not on Spark's classpath: under spark-submit pass "
@@ -132,6 +127,5 @@ def _register(spark: SparkSession) -> None:
         ) from e
     session: Any = spark._jsparkSession
     checked = session.parseDataType(checked_type().json())
-    # Nested classes are named Outer$Inner in the JVM.
-    session.udf().register(_CHECK_JSON, java_class(f"{RULES_CLASS}$JsonLine")(rules), checked)
-    session.udf().register(_CHECK, java_class(f"{RULES_CLASS}$SourceRow")(rules), checked)
+    session.udf().register(_CHECK_JSON, rules.jsonLineFunction(), checked)
+    session.udf().register(_CHECK, rules.sourceRowFunction(), checked)

@@ -20,10 +20,7 @@ def test_the_jar_is_built_once_into_the_cache(
     assert jar.parent == tmp_path / "hudi-rag-recommender" / "jars"
     with zipfile.ZipFile(jar) as archive:
         names = archive.namelist()
-    class_file = rules_jar.RULES_CLASS.replace(".", "/")
-    assert f"{class_file}.class" in names
-    assert f"{class_file}$JsonLine.class" in names
-    assert f"{class_file}$SourceRow.class" in names
+    assert f"{rules_jar.RULES_CLASS.replace('.', '/')}.class" in names
     built = jar.stat().st_mtime_ns
     assert rules_jar.rules_jar() == jar
     assert jar.stat().st_mtime_ns == built  # not compiled again

@@ -210,15 +210,7 @@ public final class ProductRules implements Serializable {
 
   /** What input column names are compared as: trimmed of spaces, lowercase, " " and "-" as "_". */
   private static String normalize(String key) {
-    int start = 0;
-    int end = key.length();
-    while (start < end && key.charAt(start) == ' ') {
-      start++;
-    }
-    while (end > start && key.charAt(end - 1) == ' ') {
-      end--;
-    }
-    return key.substring(start, end).toLowerCase(Locale.ROOT).replace(' ', '_').replace('-', '_');
+    return sparkTrim(key).toLowerCase(Locale.ROOT).replace(' ', '_').replace('-', '_');
   }
 
   // Spark's JSON options by default (JSONOptions.buildJsonFactory), which from_json used.
@@ -498,40 +490,24 @@ public final class ProductRules implements Serializable {
    * interpreted until the JIT compiled it again), where a string literal is passed by
    * reference and every run reuses the code.
    */
-  public static final class JsonLine implements UDF2<String, String, Row> {
-    private static final long serialVersionUID = 1L;
-    private final ProductRules rules;
-
-    public JsonLine(ProductRules rules) {
-      this.rules = rules;
-    }
-
-    @Override
-    public Row call(String line, String ingestionTs) {
+  public UDF2<String, String, Row> jsonLineFunction() {
+    return (line, ingestionTs) -> {
       // Spark's trim (spaces only): a line of tabs is kept, as "not a JSON object".
       if (line == null || sparkTrim(line).isEmpty()) {
         return null;
       }
-      return RowFactory.create(rules.check(rules.sourceRow(line), Long.parseLong(ingestionTs)));
-    }
+      return RowFactory.create(check(sourceRow(line), Long.parseLong(ingestionTs)));
+    };
   }
 
   /** check_product(struct(columns..., op, malformed), ingestion_ts): a source row's checked row. */
-  public static final class SourceRow implements UDF2<Row, String, Row> {
-    private static final long serialVersionUID = 1L;
-    private final ProductRules rules;
-
-    public SourceRow(ProductRules rules) {
-      this.rules = rules;
-    }
-
-    @Override
-    public Row call(Row row, String ingestionTs) {
+  public UDF2<Row, String, Row> sourceRowFunction() {
+    return (row, ingestionTs) -> {
       String[] raw = new String[row.length()];
       for (int i = 0; i < raw.length; i++) {
         raw[i] = row.isNullAt(i) ? null : row.getString(i);
       }
-      return RowFactory.create(rules.check(raw, Long.parseLong(ingestionTs)));
-    }
+      return RowFactory.create(check(raw, Long.parseLong(ingestionTs)));
+    };
   }
 }
