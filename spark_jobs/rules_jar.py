@@ -24,7 +24,7 @@ from pathlib import Path
 from spark_jobs.errors import JobError
 
 SOURCES = Path(__file__).parent / "jvm"
-# The classes the Python side names (spark_jobs/validation.py).
+# The class the Python side constructs (spark_jobs/validation.py).
 RULES_CLASS = "hudirag.rules.ProductRules"
 
 

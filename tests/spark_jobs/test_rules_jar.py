@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import zipfile
 from pathlib import Path
 
@@ -29,7 +28,7 @@ def test_the_jar_is_built_once_into_the_cache(
 
 def test_without_javac_the_error_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    # The lookup rules_jar makes, answered as on a machine with a JRE only.
-    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    # A PATH without a JDK's tools, as on a machine with a JRE only.
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     with pytest.raises(JobError, match="javac not found"):
         rules_jar.rules_jar()
