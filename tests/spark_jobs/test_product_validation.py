@@ -1,4 +1,4 @@
-"""The row rules (Spark column expressions), column mapping, schema and generator.
+"""The row rules (the Java product rules, through Spark), column mapping, schema and generator.
 
 The rules run on the tests' shared local Spark session (marked `spark`): each test puts
 all its cases in one DataFrame, so a case costs a row, not a Spark job. Column mapping,
@@ -135,10 +135,10 @@ def test_bad_rows_give_every_reason(spark: SparkSession) -> None:
 
 @pytest.mark.spark
 def test_json_keys_match_the_same_way_on_every_path(spark: SparkSession) -> None:
-    """spark_jobs.inputs.json_lines picks a cheaper lookup for rows whose keys are all
-    the table's own names (or `op`); every row here must read as the general path reads
-    it: case, spaces and dashes ignored, the column's own name first, else the
-    first alias in the row."""
+    """The rules look a key up as it is before normalizing it (most keys are the table's
+    own names, or `op`); every row here must read as the normalized lookup reads it:
+    case, spaces and dashes ignored, the column's own name first, else the first alias
+    in the row."""
     rows = [
         {"id": 1, "name": "own names", "extra_key": "ignored"},  # a key no column reads
         {"id": 2, "title": "alias"},  # plain aliases, one spelling per column
