@@ -10,7 +10,13 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from app.core.catalog import PRECOMBINE_FIELD, PRODUCT_COLUMNS, RECORD_KEY, TABLE_NAME
+from app.core.catalog import (
+    PRECOMBINE_FIELD,
+    PRODUCT_COLUMNS,
+    RECORD_KEY,
+    TABLE_NAME,
+    TIMELINE_TIMEZONE_KEY,
+)
 from app.core.config import get_settings
 from spark_jobs import cli
 from spark_jobs.errors import JobError
@@ -29,9 +35,6 @@ class CreateTableResult:
     table_path: str
     table_type: TableType
     created: bool
-
-
-TIMELINE_TIMEZONE_KEY = "hoodie.table.timeline.timezone"
 
 
 def create_table_ddl(table_path: str, table_type: TableType) -> str:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 RECORD_KEY = "id"
 PRECOMBINE_FIELD = "ts"
 TABLE_NAME = "products"
+# The zone of the table's instant times: the jobs create tables with UTC, the sync reads it.
+TIMELINE_TIMEZONE_KEY = "hoodie.table.timeline.timezone"
 
 SqlType = Literal["BIGINT", "STRING", "DOUBLE"]
 # How an incoming value is checked (spark_jobs/validation.py):
