@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import calendar
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,11 @@ def product(pid: int, ts: int, name: str, description: str, **kw: Any) -> dict[s
         "brand": kw.get("brand", "Acme"),
         "price": kw.get("price", 10.0),
     }
+
+
+def utc_instant_epoch(instant: str) -> float:
+    """A Hudi instant time (yyyyMMddHHmmssSSS) read as UTC, apart from the code under test."""
+    return calendar.timegm(time.strptime(instant[:14], "%Y%m%d%H%M%S")) + int(instant[14:17]) / 1e3
 
 
 def long_text(topic: str, sentences: int) -> str:

@@ -28,9 +28,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from hudi import HudiQueryType, HudiReadOptions, HudiTable, HudiTableBuilder
 
-from app.core.catalog import COLUMN_NAMES, Product
+from app.core.catalog import COLUMN_NAMES, TIMELINE_TIMEZONE_KEY, Product
 from app.core.config import Settings
 from app.core.errors import RecommenderError
+from app.sync.state import instant_epoch
 
 logger = logging.getLogger(__name__)
 
@@ -212,6 +213,10 @@ class TableSnapshot:
                 for i in getter()
             }
             listed = self._list_completed(settings)
+            # Hudi's writers default to LOCAL when the key is absent; hudi-rs's own
+            # `HudiTable.timezone` says "utc" then, so the property is read instead.
+            zone = self.table.hudi_options().get(TIMELINE_TIMEZONE_KEY, "LOCAL")
+            self.utc_timeline = zone.upper() == "UTC"
         except TableReadError:
             raise
         except Exception as e:  # hudi-rs raises its own HudiCoreError / OSError variants
@@ -237,6 +242,23 @@ class TableSnapshot:
     @property
     def latest(self) -> Instant | None:
         return self.instants[-1] if self.instants else None
+
+    def oldest_unsynced(self, checkpoint: str | None) -> Instant | None:
+        """The oldest commit completed after `checkpoint`, or None if it covers the table.
+
+        With no checkpoint (a bootstrap running or not yet started) nothing is searchable,
+        so it is the oldest commit on the active timeline: the newest one's age would read
+        as "seconds behind" while the whole catalog is missing for the hours a bootstrap
+        takes. Commits archived before it are older still, but their times are not listed:
+        on an archived table this is a lower bound.
+        """
+        if checkpoint is None:
+            return self.instants[0] if self.instants else None
+        return next((i for i in self.instants if i.completed > checkpoint), None)
+
+    def completed_at(self, instant: Instant) -> float:
+        """Epoch seconds of the instant's completion (the table's timeline time zone)."""
+        return instant_epoch(instant.completed, utc=self.utc_timeline)
 
     def has_instant(self, requested: str, completed: str) -> bool:
         return any(i.requested == requested and i.completed == completed for i in self.instants)

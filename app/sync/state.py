@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 CycleMode = Literal["bootstrap", "incremental", "full", "noop"]
@@ -84,6 +85,33 @@ class SyncTotals:
     last_success_at: float | None = None
     checkpoint: str | None = None
     table_latest: str | None = None
+    # The oldest commit the index does not hold yet (completion time, as in the timeline)
+    # and the same instant in epoch seconds; None when the checkpoint covers the table.
+    oldest_unsynced: str | None = None
+    unsynced_since: float | None = None
+
+    def lag_seconds(self, now: float | None = None) -> float:
+        """Age of the oldest table commit not yet searchable; 0 when none is waiting.
+
+        Computed when asked, from the commit's own time, so it grows while a long cycle
+        (a bootstrap) runs instead of holding what it was when the cycle started. A
+        writer whose clock runs ahead of this one's could make it negative: 0 then.
+        """
+        if self.unsynced_since is None:
+            return 0.0
+        return max(0.0, (time.time() if now is None else now) - self.unsynced_since)
+
+
+def instant_epoch(instant: str, *, utc: bool) -> float:
+    """Epoch seconds of a Hudi instant time (yyyyMMddHHmmss, with SSS on Hudi 1.x).
+
+    Args:
+        utc: the table's timeline is in UTC (`hoodie.table.timeline.timezone=UTC`);
+            otherwise it is the writer's local time, taken to be this process's zone. In
+            the hour a DST fall-back repeats, the earlier reading is used.
+    """
+    naive = datetime.strptime(instant[:17].ljust(17, "0") + "000", "%Y%m%d%H%M%S%f")
+    return naive.replace(tzinfo=UTC).timestamp() if utc else naive.timestamp()
 
 
 def instant_seconds_between(older: str | None, newer: str | None) -> float:
