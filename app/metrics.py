@@ -21,7 +21,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.errors import RecommenderError
 from app.store import StoreError
-from app.sync.state import instant_seconds_between
 
 if TYPE_CHECKING:
     from app.sync.engine import SyncEngine
@@ -113,9 +112,10 @@ class SyncCollector(Collector):
         }
         for name, (doc, value) in counters.items():
             yield CounterMetricFamily(name, doc, value=value)
-        lag = instant_seconds_between(t.checkpoint, t.table_latest)
         yield GaugeMetricFamily(
-            "sync_lag_seconds", "Table's latest commit minus the mirrored checkpoint.", value=lag
+            "sync_lag_seconds",
+            "Age of the oldest table commit not yet searchable (0: the index is current).",
+            value=t.lag_seconds(),
         )
         since = time.time() - t.last_success_at if t.last_success_at else -1.0
         yield GaugeMetricFamily(

@@ -95,6 +95,11 @@ class SyncEngine:
         # The last observation's failure, raised again until the next read is due: a
         # status that is 503 once and then 200 with old facts for 5 s would hide it.
         self._observe_error: RecommenderError | None = None
+        # Guards the table facts in `totals` between a cycle and an observation running
+        # beside it; `_moves` counts checkpoint moves, so an observation that read the
+        # checkpoint before a cycle stored a new one drops its (older) facts.
+        self._facts_lock = threading.Lock()
+        self._moves = 0
         store.ensure_collection(embedder.dim)
         cp = self.checkpoint()
         self.totals.checkpoint = cp.completed if cp else None
@@ -118,27 +123,39 @@ class SyncEngine:
         return SyncCheckpoint.from_dict(self.store.load_state())
 
     def observe(self, *, max_age: float = 5.0) -> None:
-        """Refresh the checkpoint and the table's latest commit in `totals` without syncing.
+        """Refresh the checkpoint, the table's latest commit and the lag facts in `totals`.
 
-        For a process that does not sync (SYNC_MODE=off): its status and lag must still
-        come from the table and the store, not from cycles it never runs.
+        Reads the table and the store at most every `max_age` seconds, also while a cycle
+        runs (without waiting for it): the lag must follow the table during a bootstrap,
+        and in a process that does not sync (SYNC_MODE=off) it has no other source.
         """
-        if self.running:
-            return
         if time.monotonic() - self._observed_at < max_age:
             if self._observe_error is not None:
                 raise self._observe_error
             return
         self._observed_at = time.monotonic()
+        moves = self._moves
         try:
-            latest = self._open_table(self.settings).latest
+            table = self._open_table(self.settings)
             cp = self.checkpoint()
         except RecommenderError as e:
             self._observe_error = e
             raise
         self._observe_error = None
-        self.totals.table_latest = latest.completed if latest else None
-        self.totals.checkpoint = cp.completed if cp else None
+        self._note(table, cp.completed if cp else None, moves=moves)
+
+    def _note(self, table: TableSnapshot, checkpoint: str | None, *, moves: int) -> None:
+        """Record what `table` says against `checkpoint`, unless the checkpoint moved since."""
+        latest = table.latest
+        oldest = table.oldest_unsynced(checkpoint)
+        with self._facts_lock:
+            if moves != self._moves:
+                return
+            t = self.totals
+            t.checkpoint = checkpoint
+            t.table_latest = latest.completed if latest else None
+            t.oldest_unsynced = oldest.completed if oldest else None
+            t.unsynced_since = table.completed_at(oldest) if oldest else None
 
     def run_cycle(self, *, full: bool = False, wait: bool = True) -> CycleReport:
         """Run one cycle.
@@ -178,17 +195,24 @@ class SyncEngine:
         t.last_report = report
         t.last_error = None
         t.last_success_at = time.time()
-        t.checkpoint = report.end or t.checkpoint
+        with self._facts_lock:
+            self._moves += 1
+            t.checkpoint = report.end or t.checkpoint
+            # This cycle's table ends at the checkpoint, but commits may have landed while
+            # it ran: the next status or scrape reads the table again instead of waiting.
+            t.oldest_unsynced = t.unsynced_since = None
+            self._observed_at = 0.0
 
     def _cycle(self, *, full: bool) -> CycleReport:
         started = time.monotonic()
+        moves = self._moves
         table = self._open_table(self.settings)
         latest = table.latest
-        self.totals.table_latest = latest.completed if latest else None
         # Recreates a collection dropped under a running service; its checkpoint went with
         # it (same lifetime), so the check below turns this cycle into a bootstrap.
         self.store.ensure_collection(self.embedder.dim)
         cp = self.checkpoint()
+        self._note(table, cp.completed if cp else None, moves=moves)
         end = latest.completed if latest else None
 
         reason = self._needs_full(cp, table, full)

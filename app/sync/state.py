@@ -112,13 +112,3 @@ def instant_epoch(instant: str, *, utc: bool) -> float:
     """
     naive = datetime.strptime(instant[:17].ljust(17, "0") + "000", "%Y%m%d%H%M%S%f")
     return naive.replace(tzinfo=UTC).timestamp() if utc else naive.timestamp()
-
-
-def instant_seconds_between(older: str | None, newer: str | None) -> float:
-    """Seconds between two Hudi instant times (yyyyMMddHHmmssSSS, same timezone)."""
-    if not older or not newer or newer <= older:
-        return 0.0
-    fmt = "%Y%m%d%H%M%S%f"
-    a = datetime.strptime(older[:17].ljust(17, "0") + "000", fmt)
-    b = datetime.strptime(newer[:17].ljust(17, "0") + "000", fmt)
-    return (b - a).total_seconds()

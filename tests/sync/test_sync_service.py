@@ -1,7 +1,8 @@
-"""The sync as a service: lost vectors, failing reads, a busy engine, shutdown, SYNC_MODE=off.
+"""The sync as a service: lost vectors, failing reads, a busy engine, shutdown, the lag.
 
 Table (live Spark, COW), built once for the module: 12 products (ids 1..12) in one commit.
-Tests that change it write products with ids from 100 up, so each test knows its rows.
+Tests that change it write products with ids from 100 up, so each test knows its rows;
+the lag tests write their own table (they need to know when its commits completed).
 """
 
 from __future__ import annotations
@@ -11,24 +12,25 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from app.core.config import Settings
 from app.main import create_app
 from app.sync import __main__ as sync_cli
 from app.sync import engine as engine_module
-from app.sync.engine import CycleCancelledError
+from app.sync.apply import ChunkApplier
+from app.sync.engine import CycleCancelledError, SyncEngine
 from app.sync.hudi_source import TableSnapshot
 from app.sync.runner import SyncRunner
-from app.sync.state import instant_seconds_between
 from spark_jobs.create_table import create_table
 from spark_jobs.upsert_products import upsert_rows
-from tests.synctools import Harness, long_text, make_harness, product
+from tests.synctools import Harness, long_text, make_harness, product, utc_instant_epoch
 
 pytestmark = pytest.mark.spark
 
@@ -255,34 +257,132 @@ def test_shutdown_stops_a_long_cycle_and_closes_the_store_after_it(
     assert len(outcome) == 1 and isinstance(outcome[0], CycleCancelledError)
 
 
-# --- SYNC_MODE=off: status from the table ---------------------------------------------------
-def test_status_lag_is_read_from_the_table_with_sync_mode_off(
-    spark: Any, embedder: Any, tmp_path: Path
+# --- lag: the age of the oldest commit not yet searchable, in both SYNC_MODEs --------------
+EPS = 0.002  # float rounding; instant times are milliseconds, read as written
+
+
+class GatedEmbedder:
+    """The real embedder, held at every call until the test opens the gate: a bootstrap
+    that keeps running for as long as the test needs it to."""
+
+    def __init__(self, real: Any, gate: threading.Event) -> None:
+        self.real = real
+        self.gate = gate
+
+    def embed(self, texts: list[str]) -> Any:
+        if not self.gate.wait(120):
+            raise RuntimeError("the test never opened the gate")
+        return self.real.embed(texts)
+
+
+def _commit(spark: Any, path: str, pid: int) -> str:
+    """Upsert one product; returns the completion time of the commit that wrote it."""
+    before = time.time()
+    upsert_rows(spark, path, [product(pid, 1, f"Item {pid}", long_text(f"item {pid}", 2))])
+    after = time.time()
+    latest = TableSnapshot(Settings(hudi_table_path=path)).latest
+    assert latest is not None
+    # The table's timeline is in UTC (create_table): its instant is this machine's clock.
+    assert before - EPS <= utc_instant_epoch(latest.completed) <= after + EPS
+    return latest.completed
+
+
+def _assert_lag_is_age_of(client: TestClient, instant: str) -> dict[str, Any]:
+    """/sync/status and /metrics say `instant` waits, and the lag is its age when asked."""
+    asked = time.time()
+    status: dict[str, Any] = client.get("/sync/status").json()
+    answered = time.time()
+    assert answered - asked < 2.0  # read beside a running cycle, never waiting for it
+    metrics = client.get("/metrics").text
+    gauged = time.time()
+    age = asked - utc_instant_epoch(instant)
+    assert status["oldest_unsynced_commit"] == instant
+    assert age - EPS <= status["lag_seconds"] <= age + (answered - asked) + EPS
+    [gauge] = [
+        s.value
+        for f in text_string_to_metric_families(metrics)
+        for s in f.samples
+        if s.name == "sync_lag_seconds"
+    ]
+    assert status["lag_seconds"] - EPS <= gauge <= age + (gauged - asked) + EPS
+    return status
+
+
+def _status_when(client: TestClient, ok: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """Poll /sync/status: the table and the store are read again at most every 5 s."""
+    deadline = time.monotonic() + 15
+    while True:
+        status: dict[str, Any] = client.get("/sync/status").json()
+        if ok(status):
+            return status
+        assert time.monotonic() < deadline, status
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", ["embedded", "off"])
+def test_lag_is_the_age_of_the_oldest_commit_not_yet_searchable(
+    mode: Literal["embedded", "off"],
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path = str(tmp_path / "products")
     create_table(spark, path)
-    upsert_rows(spark, path, [product(100, 1, "Lone item", "The only product, for now.")])
-    qdrant = str(tmp_path / "qdrant")
-    h = make_harness(path, embedder, qdrant_path=qdrant)
-    first = h.cycle()
-    h.store.close()
-    time.sleep(1.1)  # instant times have millisecond resolution; make the lag visible
-    upsert_rows(spark, path, [product(101, 1, "Second item", "Written after the sync ran.")])
-    latest = TableSnapshot(h.settings).latest
-    assert latest is not None and first.end is not None
+    first = _commit(spark, path, 300)
+    time.sleep(1.0)  # the bootstrap starts well after the commit: its age is not ~0
+    gate = threading.Event()
 
+    class GatedApplier(ChunkApplier):
+        def __init__(self, store: Any, embedder: Any, chunker: Any) -> None:
+            gated: Any = GatedEmbedder(embedder, gate)  # the applier only calls embed()
+            super().__init__(store, gated, chunker)
+
+    monkeypatch.setattr(engine_module, "ChunkApplier", GatedApplier)
     settings = Settings(
         hudi_table_path=path,
-        qdrant_path=qdrant,
+        qdrant_path=":memory:",
         max_chunk_tokens=64,
         chunk_overlap_tokens=8,
-        sync_mode="off",
+        sync_interval_seconds=3600,
+        sync_mode=mode,
     )
-    with TestClient(create_app(settings)) as client:
-        status = client.get("/sync/status").json()
-        metrics = client.get("/metrics").text
-    assert status["mode"] == "off" and status["ready"] is True
-    assert (status["checkpoint"], status["table_latest_commit"]) == (first.end, latest.completed)
-    lag = instant_seconds_between(first.end, latest.completed)
-    assert status["lag_seconds"] == lag and lag >= 1.0
-    assert f"sync_lag_seconds {lag}" in metrics
+    app = create_app(settings)
+    with TestClient(app) as client:
+        services = app.state.services
+        if mode == "embedded":
+            syncer = services.engine  # the startup cycle: a bootstrap, held by the gate
+        else:
+            # No cycle yet anywhere: nothing is searchable, the first commit waits.
+            status = _assert_lag_is_age_of(client, first)
+            assert (status["ready"], status["checkpoint"]) == (False, None)
+            # The syncer: another engine writing the index this replica serves.
+            syncer = SyncEngine(settings, services.store, services.embedder)
+            threading.Thread(target=syncer.run_cycle, daemon=True).start()
+        deadline = time.monotonic() + 60
+        while not syncer.running:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+        # Bootstrap running: no checkpoint, the first commit waits, and its age grows.
+        during = _assert_lag_is_age_of(client, first)
+        assert (during["checkpoint"], during["ready"]) == (None, False)
+        assert during["running"] is (mode == "embedded")
+        assert during["lag_seconds"] >= 1.0
+        time.sleep(1.0)
+        later = _assert_lag_is_age_of(client, first)
+        assert later["lag_seconds"] >= during["lag_seconds"] + 1.0 - EPS
+
+        gate.set()
+        assert syncer.wait_idle(120)
+        assert (syncer.totals.cycles, syncer.totals.last_error) == (1, None)
+        # Mirrored: the checkpoint covers the newest commit, nothing waits.
+        synced = _status_when(client, lambda s: s["checkpoint"] == first)
+        assert (synced["lag_seconds"], synced["oldest_unsynced_commit"]) == (0.0, None)
+        assert synced["ready"] is True and synced["table_latest_commit"] == first
+
+        # A new commit, no cycle yet (the next is an hour away): it waits, lag is its age.
+        second = _commit(spark, path, 301)
+        _status_when(client, lambda s: s["oldest_unsynced_commit"] is not None)
+        waiting = _assert_lag_is_age_of(client, second)
+        assert (waiting["checkpoint"], waiting["table_latest_commit"]) == (first, second)
+        assert syncer.totals.cycles == 1
