@@ -151,6 +151,20 @@ class VectorStore(Protocol):
 
     def count(self) -> int: ...
 
+    def keyword_counts(self, field: str, *, limit: int) -> dict[str, int]:
+        """How many chunks carry each value of an indexed keyword field, for the `limit`
+        most frequent values; {} when no chunk has one (an empty store included).
+
+        Counted exactly by the engine's facet over the field's payload index: no point is
+        read, so it costs nothing like a scroll (a catalog's categories at 1M chunks).
+        Chunks, not products: a product counts once per chunk.
+
+        Raises:
+            ValueError: `field` is not a keyword field of INDEXED_FIELDS (the engines can
+                only facet over an index).
+        """
+        ...
+
     def search_products(
         self,
         vector: VectorLike | None,
