@@ -81,11 +81,12 @@ class CategoryVocabulary:
     """The distinct categories in the store, re-read every `refresh_seconds`.
 
     Read with the store's facet over the indexed `category` field (`keyword_counts`): the
-    engine counts from its payload index without reading a point, so a read costs the same
-    in every API replica and after every restart, and nothing has to be kept in step with
-    the writes. Every answer is kept for `refresh_seconds`, an empty one too: a catalog
-    without categories has none, and reading again on every call made each request pay
-    for a read (issue 26). Only the first read blocks a caller; refreshes run in a
+    engine counts from its payload index without reading a point (milliseconds, where the
+    scroll it replaces read every chunk). It is the store's own answer, so API replicas and
+    a restarted process read the same list, and no count has to be kept in step with the
+    sync's writes. Every answer is kept for `refresh_seconds`, an empty one too: a catalog
+    without categories has none, and reading it again on every call made every request
+    scroll the store (issue 26). Only the first read blocks a caller; refreshes run in a
     background thread while callers keep the last list. A failed read keeps the last list
     (none yet: no categories) and is retried after RETRY_FAILED_READ_SECONDS.
     """
