@@ -4,7 +4,7 @@ Times, in one run: the offline parse of every labelled constraint query
 (data/eval/constraints.jsonl), one query embedding through the service's encoder (the
 baseline: every request pays it), and one read of the catalog's categories from a store
 holding N products (the vocabulary refresh, once per CATEGORY_REFRESH_SECONDS). The store
-gets N products × 2 chunks with random vectors: the category scroll never looks at them.
+gets N products × 2 chunks with random vectors: the category read never looks at them.
 
     .venv/bin/python bench/query_understanding.py                  # 20k products
     .venv/bin/python bench/query_understanding.py --products 100000

@@ -31,10 +31,17 @@ def demo_products(every: int = 1) -> list[Product]:
 
 def build_demo_shard(shard: Path, embedder: Embedder, settings: Settings, every: int = 1) -> int:
     """Write the demo products' chunks into an edge shard at `shard`; returns the point count."""
+    return write_shard(shard, embedder, settings, demo_products(every))
+
+
+def write_shard(
+    shard: Path, embedder: Embedder, settings: Settings, products: list[Product]
+) -> int:
+    """Write `products`' chunks into an edge shard at `shard`; returns the point count."""
     store = open_store(settings.model_copy(update={"qdrant_path": str(shard)}))
     try:
         engine = SyncEngine(settings, store, embedder)
-        engine.applier.apply(demo_products(every), {})
+        engine.applier.apply(products, {})
         return store.count()
     finally:
         store.close()

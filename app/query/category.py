@@ -71,29 +71,39 @@ class CategoryMatcher:
         return next(iter(heard.values()))
 
 
+# Far above any catalog's category count; a larger vocabulary keeps the most frequent.
+MAX_CATEGORIES = 10_000
+# A failed read is no answer: tried again this soon, not a whole refresh interval later.
+RETRY_FAILED_READ_SECONDS = 10.0
+
+
 class CategoryVocabulary:
     """The distinct categories in the store, re-read every `refresh_seconds`.
 
-    Read through the store's own scroll (category field only): ~0.66 s for 40k chunks
-    (BENCHMARKS.md). Only the first read blocks a caller; later refreshes run in a
-    background thread while callers keep the last list. A failed read keeps the last good
-    list: categories change rarely, and a read can collide with a sync write.
+    Read with the store's facet over the indexed `category` field (`keyword_counts`): the
+    engine counts from its payload index without reading a point (milliseconds, where the
+    scroll it replaces read every chunk). It is the store's own answer, so API replicas and
+    a restarted process read the same list, and no count has to be kept in step with the
+    sync's writes. Every answer is kept for `refresh_seconds`, an empty one too: a catalog
+    without categories has none, and reading it again on every call made every request
+    scroll the store (issue 26). Only the first read blocks a caller; refreshes run in a
+    background thread while callers keep the last list. A failed read keeps the last list
+    (none yet: no categories) and is retried after RETRY_FAILED_READ_SECONDS.
     """
 
     def __init__(self, store: VectorStore, refresh_seconds: float) -> None:
         self.store = store
         self.refresh_seconds = refresh_seconds
         self._lock = threading.Lock()
-        self._categories: frozenset[str] | None = None
-        self._read_at = 0.0
+        self._categories: frozenset[str] | None = None  # None until the first read
+        self._due = 0.0  # monotonic time of the next read
         self._refreshing = False
 
     def get(self) -> frozenset[str]:
         """The categories (the first call blocks on a store read: call off the event loop)."""
         with self._lock:
             if self._categories is None:
-                self._store(self._read())
-                return self._categories or frozenset()
+                return self._keep(self._read())
             self._schedule_refresh_if_due()
             return self._categories
 
@@ -111,33 +121,37 @@ class CategoryVocabulary:
             self._lock.release()
 
     def _schedule_refresh_if_due(self) -> None:
-        due = time.monotonic() - self._read_at >= self.refresh_seconds
-        if due and not self._refreshing:
+        if time.monotonic() >= self._due and not self._refreshing:
             self._refreshing = True
             threading.Thread(target=self._refresh, name="category-refresh", daemon=True).start()
 
     def _refresh(self) -> None:
-        found = self._read()  # outside the lock: callers keep the last list meanwhile
-        with self._lock:
-            self._store(found)
-            self._refreshing = False
+        found: frozenset[str] | None = None
+        try:
+            found = self._read()  # outside the lock: callers keep the last list meanwhile
+        finally:
+            with self._lock:
+                self._keep(found)
+                self._refreshing = False
 
-    def _store(self, found: frozenset[str] | None) -> None:
+    def _keep(self, found: frozenset[str] | None) -> frozenset[str]:
+        """Store a read's answer (None: the read failed) and when to read next."""
         if found is None:
-            return
-        # An empty store (before the first sync) is read again on the next call.
-        self._categories = found or None
-        self._read_at = time.monotonic()
-        logger.debug("catalog categories: %s", sorted(found))
+            self._categories = self._categories or frozenset()
+            self._due = time.monotonic() + min(self.refresh_seconds, RETRY_FAILED_READ_SECONDS)
+        else:
+            self._categories = found
+            self._due = time.monotonic() + self.refresh_seconds
+            logger.debug("catalog categories: %s", sorted(found))
+        return self._categories
 
     def _read(self) -> frozenset[str] | None:
         """The store's categories, or None when the read failed."""
         try:
-            return frozenset(
-                str(c.payload["category"]).strip()
-                for c in self.store.iter_chunks(fields=["category"])
-                if c.payload.get("category") and str(c.payload["category"]).strip()
-            )
+            counts = self.store.keyword_counts("category", limit=MAX_CATEGORIES)
         except StoreError as e:
             logger.warning("could not read the catalog's categories (keeping the last): %s", e)
             return None
+        if len(counts) >= MAX_CATEGORIES:
+            logger.warning("over %d categories: only the most frequent are heard", MAX_CATEGORIES)
+        return frozenset(name.strip() for name in counts if name.strip())

@@ -38,7 +38,7 @@ class QueryUnderstanding:
         self.currency_symbol = currency_symbol
 
     async def parse(self, query: str) -> ParsedQuery:
-        # Only the first call blocks on a store scroll (later refreshes run in the
+        # Only the first call blocks on a store read (later refreshes run in the
         # background): after it, no thread hop per request.
         categories = self.vocabulary.peek()
         if categories is None:

@@ -4,8 +4,8 @@
 (`_call`), the filter built from a `SearchFilter`, the payload-index schema mapping, the
 hit -> record conversion and the query plans of `search_products` / `similar_products`.
 An engine subclass supplies only what differs: the engine's types (small constructor
-hooks) and its client calls (`_scroll_page`, `_query`, `_query_batch`), plus the writes,
-the schema check and where the sync checkpoint lives.
+hooks) and its client calls (`_scroll_page`, `_facet`, `_query`, `_query_batch`), plus
+the writes, the schema check and where the sync checkpoint lives.
 """
 
 from __future__ import annotations
@@ -161,6 +161,13 @@ class StoreCore(ABC):
     ) -> Iterator[StoredChunk]:
         return self._scroll(None, batch, fields)
 
+    def keyword_counts(self, field: str, *, limit: int) -> dict[str, int]:
+        """See `VectorStore.keyword_counts`."""
+        if INDEXED_FIELDS.get(field) != "keyword":
+            raise ValueError(f"{field!r} is not an indexed keyword field: {INDEXED_FIELDS}")
+        # The edge engine keeps a value whose points were all deleted, counted 0.
+        return {str(value): int(n) for value, n in self._facet(field, limit) if n > 0}
+
     def chunk_ids_without_sparse(self) -> list[str]:
         missing = self._filter([], [self._has_vector(SPARSE_VECTOR)])
         return [c.id for c in self._scroll(missing, SCROLL_BATCH, fields=[GROUP_FIELD])]
@@ -293,6 +300,10 @@ class StoreCore(ABC):
         self, flt: Any, limit: int, offset: Any, *, payload: bool | list[str], vector: bool
     ) -> tuple[Sequence[Any], Any]:
         """One scroll call: (records, next offset or None); `vector` asks for the dense one."""
+
+    @abstractmethod
+    def _facet(self, key: str, limit: int) -> list[tuple[Any, int]]:
+        """One exact facet call over an indexed field: (value, points), most frequent first."""
 
     @abstractmethod
     def _query(self, request: Any) -> Sequence[Any]:

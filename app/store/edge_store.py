@@ -358,6 +358,11 @@ class EdgeStore(StoreCore):
         records, next_offset = self._call("scroll", shard.scroll, request)
         return records, next_offset
 
+    def _facet(self, key: str, limit: int) -> list[tuple[Any, int]]:
+        request = qe.FacetRequest(key, limit=limit, exact=True)
+        hits = self._call("facet", self._require().facet, request)
+        return [(h.value, h.count) for h in hits]
+
     def _query(self, request: Any) -> Any:
         return self._call("query", self._require().query, request)
 

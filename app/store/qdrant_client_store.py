@@ -225,6 +225,14 @@ class QdrantClientStore(StoreCore):
         )
         return records, next_offset
 
+    def _facet(self, key: str, limit: int) -> list[tuple[Any, int]]:
+        # Local mode counts over its payloads in Python (it has no indexes); a server
+        # reads the keyword index ensure_collection made.
+        response = self._call(
+            "facet", self._client.facet, self._collection, key, limit=limit, exact=True
+        )
+        return [(h.value, h.count) for h in response.hits]
+
     def _query(self, request: Any) -> Any:
         return self._query_batch([request])[0]
 

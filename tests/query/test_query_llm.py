@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
@@ -17,10 +16,8 @@ from prometheus_client import REGISTRY
 
 from app.core.config import Settings
 from app.query import OfflineQueryParser, ParsedQuery
-from app.query.category import CategoryVocabulary
 from app.query.llm import LLMQueryParser
 from app.query.understanding import build_query_understanding
-from app.store import open_store
 from tests.openai_stub import Answer, Fail, OpenAIStub, Slow
 
 CATEGORIES = frozenset({"audio", "kitchen", "outdoor", "toys"})
@@ -143,41 +140,4 @@ def test_query_parser_llm_is_wired_from_settings(openai_stub: OpenAIStub, embedd
     # Without a key the setting is ignored (offline, no request).
     offline = build_query_understanding(settings.model_copy(update={"openai_api_key": None}), store)
     assert offline.llm is None
-    store.close()
-
-
-def test_vocabulary_reads_the_categories_from_the_store(embedder: Any) -> None:
-    from app.core.catalog import Product
-    from app.eval.index import build_chunk_index, chunker_for
-    from app.sync.apply import ChunkApplier
-
-    settings = Settings(qdrant_path=":memory:")
-    empty = open_store(settings)
-    empty.ensure_collection(embedder.dim)
-    assert CategoryVocabulary(empty, 300).get() == frozenset()
-    empty.close()
-    store = build_chunk_index(
-        [
-            Product(1, 1, "Swim Buds", "Earbuds for the pool.", "audio", "Acme", 59.0),
-            Product(2, 1, "Kettle", "Boils water.", "kitchen", "Acme", 30.0),
-            Product(3, 1, "Mystery", "No category.", None, "Acme", 5.0),
-        ],
-        settings,
-        embedder,
-    )
-    vocabulary = CategoryVocabulary(store, refresh_seconds=1)
-    # peek() is what the event loop calls: it never reads the store itself.
-    assert vocabulary.peek() is None
-    assert vocabulary.get() == {"audio", "kitchen"}
-    assert vocabulary.peek() == frozenset({"audio", "kitchen"})
-    # A category that arrives later is picked up by a background refresh; callers keep
-    # getting the last list meanwhile, without waiting on the store.
-    ChunkApplier(store, embedder, chunker_for(settings, embedder)).apply(
-        [Product(4, 1, "Hose", "Waters the lawn.", "garden", "Acme", 20.0)], {}
-    )
-    assert vocabulary.get() == {"audio", "kitchen"}
-    deadline = time.monotonic() + 10
-    while vocabulary.get() != {"audio", "kitchen", "garden"}:
-        assert time.monotonic() < deadline, vocabulary.get()
-        time.sleep(0.2)
     store.close()

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,57 @@ def test_backends_agree_on_every_call(
         assert [c.id for c in store.chunks_for_products([7])] == [new_7.id]
     assert _snapshot(oracle_store) == _snapshot(client_store) == _snapshot(edge_store)
     assert _compare_searches(oracle_store, [client_store, edge_store], seed=2) == 100
+
+
+def test_backends_agree_on_keyword_counts(
+    client_store: VectorStore, edge_store: VectorStore
+) -> None:
+    # The category vocabulary's read (app.query.category): exact chunk counts per value,
+    # following inserts, payload edits and deletes, from the engine's facet, not a scroll.
+    stores = (client_store, edge_store)
+    points = make_points()
+    for store in stores:
+        store.ensure_collection(DIM)
+        assert store.keyword_counts("category", limit=100) == {}  # empty store
+        store.upsert(points)
+    category = {p.id: p.payload["category"] for p in points}
+
+    def expected() -> dict[str, int]:
+        return dict(Counter(c for c in category.values() if c is not None))
+
+    def counts() -> dict[str, int]:
+        got = [store.keyword_counts("category", limit=100) for store in stores]
+        assert got[0] == got[1]
+        return got[0]
+
+    # 40 products cycle audio/shoes/kitchen/None with 1-4 chunks; 40 more audio (DOMINANT).
+    assert counts() == expected() == {"audio": 50, "shoes": 20, "kitchen": 30}
+    assert [s.keyword_counts("category", limit=1) for s in stores] == [{"audio": 50}] * 2
+
+    # A product re-filed (payload only), then every shoe product deleted and one chunk of
+    # product 6: "shoes" drops out, the counts follow.
+    ids_2 = [c.id for c in edge_store.chunks_for_products([2])]
+    shoes = [pid for pid in range(40) if CATEGORIES[pid % len(CATEGORIES)] == "shoes"]
+    ids_6 = sorted(c.id for c in edge_store.chunks_for_products([6]))
+    for store in stores:
+        store.set_payloads([PayloadUpdate(ids_2, {"category": "garden"})])
+        store.delete_products(shoes)
+        store.delete(ids_6[:1])
+    category.update(dict.fromkeys(ids_2, "garden"))
+    gone = {p.id for p in points if p.payload["product_id"] in shoes} | {ids_6[0]}
+    category = {i: c for i, c in category.items() if i not in gone}
+    assert counts() == expected()
+    assert "shoes" not in expected() and expected()["garden"] == len(ids_2)
+    edge_store.optimize()  # merged segments count the same
+    assert counts() == expected()
+
+    for store in stores:
+        with pytest.raises(ValueError, match="keyword"):
+            store.keyword_counts("price", limit=10)  # indexed, but not a keyword
+        with pytest.raises(ValueError, match="keyword"):
+            store.keyword_counts("brand", limit=10)  # not indexed
+        store.delete(list(category))
+    assert counts() == {}
 
 
 def test_state_round_trip_and_lifetime(client_store: VectorStore, edge_store: VectorStore) -> None:

@@ -1,0 +1,212 @@
+"""The catalog's category vocabulary (app/query/category.py): read with the store's facet,
+every answer kept until the next refresh (an empty one too), refreshed in the background,
+and equal to Spark's own `SELECT DISTINCT category` after inserts, re-filings and deletes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.core.config import Settings
+from app.query import category as category_module
+from app.query.category import CategoryVocabulary
+from app.store import ChunkPoint, StoreError, VectorStore, open_store
+
+DIM = 8
+
+
+@pytest.fixture
+def store() -> Iterator[VectorStore]:
+    s = open_store(Settings(qdrant_url=None, qdrant_path=":memory:", qdrant_collection="c"))
+    yield s
+    s.close()
+
+
+def count_reads(store: VectorStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Wrap the store's facet read: the list grows by the field name at each call."""
+    reads: list[str] = []
+    real = store.keyword_counts
+
+    def counted(field: str, *, limit: int) -> dict[str, int]:
+        reads.append(field)
+        return real(field, limit=limit)
+
+    monkeypatch.setattr(store, "keyword_counts", counted)
+    return reads
+
+
+def chunk(pid: int, category: str | None) -> ChunkPoint:
+    vector = np.random.default_rng(pid).normal(size=DIM).astype(np.float32)
+    payload = {"product_id": pid, "text": f"product {pid}", "category": category}
+    return ChunkPoint(str(uuid.uuid5(uuid.NAMESPACE_URL, str(pid))), vector, payload)
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_an_empty_vocabulary_is_an_answer_kept_until_the_refresh(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A catalog without categories: issue 26 read the whole store again on every call.
+    store.ensure_collection(DIM)
+    store.upsert([chunk(pid, None) for pid in range(20)])
+    reads = count_reads(store, monkeypatch)
+    vocabulary = CategoryVocabulary(store, refresh_seconds=3600)
+    assert vocabulary.peek() is None  # nothing read yet: the caller hops to a thread
+    assert vocabulary.get() == frozenset()
+    for _ in range(50):
+        assert vocabulary.peek() == frozenset()
+        assert vocabulary.get() == frozenset()
+    assert reads == ["category"]
+
+
+def test_a_failed_read_keeps_the_last_list_and_is_retried_soon(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(category_module, "RETRY_FAILED_READ_SECONDS", 0.2)
+    reads = count_reads(store, monkeypatch)
+    vocabulary = CategoryVocabulary(store, refresh_seconds=3600)
+    # No collection yet (an API replica before the first sync): a StoreError is no answer,
+    # yet no caller waits on the store again for it.
+    assert vocabulary.get() == frozenset()
+    assert vocabulary.peek() == frozenset()
+    assert reads == ["category"]
+    store.ensure_collection(DIM)
+    store.upsert([chunk(1, "audio"), chunk(2, "kitchen"), chunk(3, None)])
+    # Retried RETRY_FAILED_READ_SECONDS later, in the background, and then kept.
+    wait_for(lambda: vocabulary.peek() == frozenset({"audio", "kitchen"}))
+    assert reads == ["category"] * 2
+
+    # A failed refresh keeps the last good list.
+    often = CategoryVocabulary(store, refresh_seconds=0.2)
+    assert often.get() == {"audio", "kitchen"}
+    failures: list[str] = []
+
+    def failing(field: str, *, limit: int) -> dict[str, int]:
+        failures.append(field)
+        raise StoreError("engine unavailable", backend="test")
+
+    monkeypatch.setattr(store, "keyword_counts", failing)
+    time.sleep(0.25)
+    assert often.get() == {"audio", "kitchen"}  # the refresh is due: it starts, and fails
+    wait_for(lambda: len(failures) >= 1)
+    assert often.get() == {"audio", "kitchen"}
+
+
+def test_vocabulary_reads_the_categories_from_the_store(embedder: Any) -> None:
+    from app.core.catalog import Product
+    from app.eval.index import build_chunk_index, chunker_for
+    from app.sync.apply import ChunkApplier
+
+    settings = Settings(qdrant_path=":memory:")
+    store = build_chunk_index(
+        [
+            Product(1, 1, "Swim Buds", "Earbuds for the pool.", "audio", "Acme", 59.0),
+            Product(2, 1, "Kettle", "Boils water.", "kitchen", "Acme", 30.0),
+            Product(3, 1, "Mystery", "No category.", None, "Acme", 5.0),
+        ],
+        settings,
+        embedder,
+    )
+    vocabulary = CategoryVocabulary(store, refresh_seconds=1)
+    # peek() is what the event loop calls: it never reads the store itself.
+    assert vocabulary.peek() is None
+    assert vocabulary.get() == {"audio", "kitchen"}
+    assert vocabulary.peek() == frozenset({"audio", "kitchen"})
+    # A category that arrives later is picked up by a background refresh; callers keep
+    # getting the last list meanwhile, without waiting on the store.
+    ChunkApplier(store, embedder, chunker_for(settings, embedder)).apply(
+        [Product(4, 1, "Hose", "Waters the lawn.", "garden", "Acme", 20.0)], {}
+    )
+    assert vocabulary.get() == {"audio", "kitchen"}
+    wait_for(lambda: vocabulary.get() == {"audio", "kitchen", "garden"})
+    store.close()
+
+
+# --- against Spark's view of a live table ----------------------------------------------
+def spark_categories(spark: Any, path: str) -> set[str]:
+    from tests.hudi_writes import sql_table
+
+    with sql_table(spark, path) as t:
+        rows = spark.sql(f"SELECT DISTINCT category FROM {t} WHERE category IS NOT NULL")
+        return {r["category"] for r in rows.collect()}
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_vocabulary_is_sparks_distinct_categories_after_inserts_and_deletes(
+    spark: Any, embedder: Any, tmp_path: Path
+) -> None:
+    """Spark writes the table (products 1-9: audio 1-2, kitchen 3-5, garden 6, toys 9,
+    none 7-8); the sync mirrors it into both engines; then product 6 is re-filed to kitchen
+    (garden empties), 7 gains "audio", 10 arrives in "books", and 1 and 9 are deleted
+    (audio stays with 2, toys empties)."""
+    from spark_jobs.create_table import create_table
+    from spark_jobs.delete_products import delete_ids
+    from spark_jobs.upsert_products import upsert_rows
+    from tests.synctools import make_harness, product
+
+    path = str(tmp_path / "products")
+    create_table(spark, path)
+    filed: dict[int, str | None] = {
+        1: "audio",
+        2: "audio",
+        3: "kitchen",
+        4: "kitchen",
+        5: "kitchen",
+        6: "garden",
+    }
+    filed |= {7: None, 8: None, 9: "toys"}
+    rows = [
+        product(p, 1, f"Item {p}", f"Item {p} for the category test.", category=c)
+        for p, c in filed.items()
+    ]
+    assert upsert_rows(spark, path, rows).upserted == 9
+    harnesses = [
+        make_harness(path, embedder),
+        make_harness(path, embedder, str(tmp_path / "edge"), sync_lock_dir=str(tmp_path)),
+    ]
+    vocabularies = [CategoryVocabulary(h.store, refresh_seconds=1) for h in harnesses]
+    try:
+        for h in harnesses:
+            assert h.cycle().mode == "bootstrap"
+        first = spark_categories(spark, path)
+        assert first == {"audio", "kitchen", "garden", "toys"}
+        for h, vocabulary in zip(harnesses, vocabularies, strict=True):
+            assert vocabulary.get() == first
+            assert set(h.store.keyword_counts("category", limit=100)) == first
+
+        edits = [
+            product(6, 2, "Item 6", "Item 6 for the category test.", category="kitchen"),
+            product(7, 2, "Item 7", "Item 7 for the category test.", category="audio"),
+            product(10, 2, "Item 10", "Item 10 for the category test.", category="books"),
+        ]
+        assert upsert_rows(spark, path, edits).upserted == 3
+        assert delete_ids(spark, path, [1, 9]).deleted == 2
+        for h in harnesses:
+            h.cycle()
+            h.assert_mirror()
+        second = spark_categories(spark, path)
+        assert second == {"audio", "kitchen", "books"}
+        for h in harnesses:
+            counts = h.store.keyword_counts("category", limit=100)
+            assert set(counts) == second
+            # Every chunk of a categorised product is counted once, the others not at all.
+            uncategorised = len(h.store.chunks_for_products([8]))
+            assert sum(counts.values()) == h.store.count() - uncategorised
+        # The long-lived vocabularies catch up in the background.
+        wait_for(lambda: all(v.get() == second for v in vocabularies))
+    finally:
+        for h in harnesses:
+            h.store.close()
