@@ -33,7 +33,7 @@ class OfflineQueryParser:
         """
         matches = self.prices.find(query)
         constraints = price_constraints(query, matches)
-        cut = [(m.start, m.end) for m in matches]
+        cut = [piece for m in matches for piece in m.pieces]
         soft = [
             m for m in self._soft.finditer(query) if not any(s <= m.start() < e for s, e in cut)
         ]

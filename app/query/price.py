@@ -1,136 +1,62 @@
-"""Price bounds in words: "under $100", "50–100 euros", "between 50 and 100", "around ₹2000".
+"""Price bounds in words: "under $100", "50–100 euros", "between 50 and 100", "around ₹2000",
+"$50 budget", "70 is my limit".
 
 A number is read as a price only when something says so: a currency sign or word next to
-it, or a bound word before it ("under", "at least") or after it ("or less") with no unit
-or other noun after the number ("under 2 kg", "over 30 minutes", "from 2 kids") and no
-age or size talk just before ("a kid under 10"). Ordinals and suffixed numbers ("50th", "10k") are
-not amounts at all. The vocabulary is data: phrasebook.json.
+it, or a bound word before it ("under", "at least") or after it ("or less"), or a budget
+word within a few words of it (app/query/budget.py), and nothing says it is something
+else (app/query/amounts.py: "under 2 kg", "a kid under 10", "from 2 kids"). The
+vocabulary is data: phrasebook.json.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 
+from app.query.amounts import Amount, AmountScanner, PriceMatch, cue_after, cue_before
+from app.query.budget import BudgetWindow
 from app.query.phrasebook import Phrasebook, alternation
 from app.query.types import Constraint
 
 logger = logging.getLogger(__name__)
 
-# How many words before a bound word are searched for age/size talk ("a kid under 10").
-CONTEXT_WORDS = 3
-
-
-@dataclass(frozen=True, slots=True)
-class Amount:
-    value: float
-    currency: str | None
-    suffixed_k: bool
-    start: int
-    end: int
-
-
-@dataclass(frozen=True, slots=True)
-class PriceMatch:
-    """Bounds heard in one phrase, with the phrase's span in the query."""
-
-    min_price: float | None
-    max_price: float | None
-    currency: str | None
-    start: int
-    end: int
-
-
-def _cue_before(phrases: list[str]) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w])(?:{alternation(phrases)})\s*$", re.IGNORECASE)
-
-
-def _cue_after(phrases: list[str]) -> re.Pattern[str]:
-    return re.compile(rf"^\s*(?:{alternation(phrases)})(?![\w])", re.IGNORECASE)
-
 
 class PriceParser:
     def __init__(self, book: Phrasebook) -> None:
         self.book = book
-        codes = [s for s in book.currency_symbols if s[0].isalpha()]
-        signs = [s for s in book.currency_symbols if not s[0].isalpha()]
-        words = list(book.currency_words)
-        self._number_words = {w.lower(): float(v) for w, v in book.number_words.items()}
-        spelled = alternation(list(self._number_words))
-        self._amount = re.compile(
-            rf"(?:(?P<pre>(?<![\w])(?:{alternation(codes)})|(?:{alternation(signs)}))\s?)?"
-            r"(?<![\d.,])(?P<num>(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?=k?(?![\w]))"
-            rf"|(?<![\w-])(?:{spelled})(?![\w-]))(?P<k>k(?![\w]))?"
-            rf"(?:\s?(?P<post>(?:{alternation(signs)})|(?:{alternation(words + codes)})(?![\w])))?",
-            re.IGNORECASE,
-        )
-        self._upper = _cue_before(book.upper_bound)
-        self._upper_currency = _cue_before(book.upper_bound_currency_only)
-        self._lower = _cue_before(book.lower_bound)
-        self._approx = _cue_before(book.approximately)
-        self._upper_after = _cue_after(book.upper_bound_after)
-        self._lower_after = _cue_after(book.lower_bound_after)
-        self._opener = _cue_before(book.range_openers)
+        self.amounts = AmountScanner(book)
+        self.window = BudgetWindow(book, self.amounts)
+        self._upper = cue_before(book.upper_bound)
+        self._upper_currency = cue_before(book.upper_bound_currency_only)
+        self._lower = cue_before(book.lower_bound)
+        self._approx = cue_before(book.approximately)
+        self._upper_after = cue_after(book.upper_bound_after)
+        self._lower_after = cue_after(book.lower_bound_after)
+        self._opener = cue_before(book.range_openers)
         self._joiner = re.compile(rf"^\s*(?:{alternation(book.range_joiners)})\s*$", re.I)
-        self._unit = re.compile(
-            rf"^\s*-?\s*(?:{alternation(book.number_units_not_price)})(?![\w])", re.I
-        )
-        self._context = {w.lower() for w in book.not_price_context_before}
-        # "of" follows counts ("3 of us"), never a price.
-        self._followers = {w.lower() for w in book.function_words} - {"of"}
 
     def find(self, text: str) -> list[PriceMatch]:
         """Every price phrase in `text`, in order of appearance."""
-        amounts = [a for a in self._amounts(text) if a is not None]
-        found: list[PriceMatch] = []
+        amounts = self.amounts.find(text)
+        # What each amount was heard as (a range under both of its amounts).
+        heard: list[PriceMatch | None] = [None] * len(amounts)
         i = 0
         while i < len(amounts):
             if i + 1 < len(amounts):
                 pair = self._range(text, amounts[i], amounts[i + 1])
                 if pair is not None:
-                    found.append(pair)
+                    heard[i] = heard[i + 1] = pair
                     i += 2
                     continue
-            single = self._single(text, amounts[i])
-            if single is not None:
-                found.append(single)
+            following = amounts[i + 1] if i + 1 < len(amounts) else None
+            heard[i] = self._single(text, amounts[i], following)
             i += 1
+        heard = self.window.apply(text, amounts, heard)
+        found: list[PriceMatch] = []
+        for m in heard:
+            if m is not None and (not found or found[-1] is not m):
+                found.append(m)
         return found
-
-    def _amounts(self, text: str) -> list[Amount | None]:
-        out: list[Amount | None] = []
-        for m in self._amount.finditer(text):
-            # A number glued to a word ("mp3", "x100") is part of that word.
-            if m.group("pre") is None and m.start() > 0 and text[m.start() - 1].isalpha():
-                continue
-            currency = self.book.currency_of(m.group("pre") or m.group("post") or "")
-            num = m.group("num").lower()
-            words = " ".join(num.split())
-            value = self._number_words.get(words) or float(num.replace(",", ""))
-            if m.group("k"):
-                value *= 1000
-            out.append(Amount(value, currency, bool(m.group("k")), m.start(), m.end()))
-        return out
-
-    def _is_bare_non_price(self, text: str, amount: Amount, cue_start: int) -> bool:
-        """A number with no currency that is something else: "10k", "2 kg", "a kid under 10"."""
-        if amount.currency is not None:
-            return False
-        rest = text[amount.end :]
-        if amount.suffixed_k or self._unit.match(rest):
-            return True
-        # A bare number followed by a content word counts that thing ("from 2 kids",
-        # "over 2 nights"); a price is followed by nothing, a function word or "or less".
-        nxt = re.match(r"\s*([\w'-]+)", rest)
-        if (
-            nxt is not None
-            and nxt.group(1).lower() not in self._followers
-            and not (self._upper_after.match(rest) or self._lower_after.match(rest))
-        ):
-            return True
-        before = re.findall(r"[\w-]+", text[:cue_start].lower())[-CONTEXT_WORDS:]
-        return any(w in self._context for w in before)
 
     def _range(self, text: str, a: Amount, b: Amount) -> PriceMatch | None:
         joiner = self._joiner.match(text[a.end : b.start])
@@ -143,38 +69,50 @@ class PriceParser:
         ):
             return None  # "2 and 100" without "between" is a list, not a range
         currency = b.currency or a.currency
-        if currency is None and self._is_bare_non_price(text, b, start):
+        if currency is None and self.amounts.is_bare_non_price(text, b, start):
             return None
-        return PriceMatch(a.value, b.value, currency, start, b.end)
+        return PriceMatch(a.value, b.value, currency, start, b.end, "range", ((start, b.end),))
 
-    def _single(self, text: str, a: Amount) -> PriceMatch | None:
+    def _single(self, text: str, a: Amount, following: Amount | None) -> PriceMatch | None:
         head = text[: a.start]
+        # The bound words after the amount, by direction (upper first): "or less", "and up".
+        after: dict[bool, int] = {}
+        for cue, is_upper in ((self._upper_after, True), (self._lower_after, False)):
+            m = cue.match(text[a.end :])
+            if m is None:
+                continue
+            # "for 4 max $200": "max" is the next amount's; a bare number keeps no claim on it.
+            end = a.end + m.end()
+            taken = following is not None and not text[end : following.start].strip()
+            if a.currency is not None or not taken:
+                after[is_upper] = end
         approx = self._approx.search(head)
         if approx:
-            if self._is_bare_non_price(text, a, approx.start()):
+            if self.amounts.is_bare_non_price(text, a, approx.start()):
                 return None
             band = self.book.around_band
             low, high = round(a.value * (1 - band), 2), round(a.value * (1 + band), 2)
-            return PriceMatch(low, high, a.currency, approx.start(), a.end)
+            start = approx.start()
+            return PriceMatch(low, high, a.currency, start, a.end, "around", ((start, a.end),))
+        # A bound word after the amount joins the phrase: "for $30 or cheaper".
         for cue, is_upper in ((self._upper, True), (self._lower, False)):
             m = cue.search(head)
-            if m and not self._is_bare_non_price(text, a, m.start()):
-                return self._bound(a, is_upper, m.start(), a.end)
+            if m and not self.amounts.is_bare_non_price(text, a, m.start()):
+                return bound(a, is_upper, m.start(), after.get(is_upper, a.end))
         if a.currency is not None:
             m = self._upper_currency.search(head)
             if m:
-                return self._bound(a, True, m.start(), a.end)
-        for cue, is_upper in ((self._upper_after, True), (self._lower_after, False)):
-            m = cue.match(text[a.end :])
-            if m and not self._is_bare_non_price(text, a, a.start):
-                return self._bound(a, is_upper, a.start, a.end + m.end())
+                return bound(a, True, m.start(), after.get(True, a.end))
+        for is_upper, end in after.items():
+            if not self.amounts.is_bare_non_price(text, a, a.start):
+                return bound(a, is_upper, a.start, end)
         return None
 
-    @staticmethod
-    def _bound(a: Amount, is_upper: bool, start: int, end: int) -> PriceMatch:
-        if is_upper:
-            return PriceMatch(None, a.value, a.currency, start, end)
-        return PriceMatch(a.value, None, a.currency, start, end)
+
+def bound(a: Amount, is_upper: bool, start: int, end: int) -> PriceMatch:
+    if is_upper:
+        return PriceMatch(None, a.value, a.currency, start, end, "upper", ((start, end),))
+    return PriceMatch(a.value, None, a.currency, start, end, "lower", ((start, end),))
 
 
 def price_constraints(text: str, matches: list[PriceMatch]) -> list[Constraint]:

@@ -1,0 +1,77 @@
+"""A budget named in any order is a hard filter through the HTTP API: no product above it
+comes back as a match, and when nothing fits, the products are flagged nearest matches.
+
+JVM-free: the demo catalog in an edge shard (tests/demo_index.py), SYNC_MODE=off, no LLM
+key (the written answer is extractive). Its headphones cost $79.99, $95, $129 and $263.49.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.core.config import Settings
+from tests.demo_index import DemoShard, demo_shard_fixture  # noqa: F401
+from tests.live_server import ServerThread
+
+
+@pytest.fixture(scope="module")
+def client(
+    demo_shard: DemoShard, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    workdir = tmp_path_factory.mktemp("api-budget")
+    shutil.copytree(demo_shard.path, workdir / "qdrant")  # the edge engine is single-process
+    settings = Settings(
+        qdrant_path=str(workdir / "qdrant"), sync_mode="off", sync_lock_dir=str(workdir)
+    )
+    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+        yield c
+
+
+def search(client: httpx.Client, **body: Any) -> dict[str, Any]:
+    r = client.post("/search", json={"top_k": 5, **body})
+    assert r.status_code == 200, r.text
+    result: dict[str, Any] = r.json()
+    return result
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "over-ear headphones, $100 budget",
+        "budget 100 headphones",
+        "headphones, 100 is my limit",
+        "my budget for headphones is $100",
+        "headphones with a budget around 100",
+    ],
+)
+def test_a_budget_in_any_order_filters_and_nothing_above_it_is_a_match(
+    client: httpx.Client, query: str
+) -> None:
+    body = search(client, query=query)
+    assert [(f["field"], f["value"], f["source"], f["label"]) for f in body["filters_applied"]] == [
+        ("max_price", 100.0, "query", "≤ $100")
+    ]
+    assert "budget" not in body["search_text"] and "100" not in body["search_text"]
+    assert body["nearest_matches"] is False
+    prices = [p["price"] for p in body["products"]]
+    assert any("Headphones" in p["name"] for p in body["products"]), body["products"]
+    assert prices and all(p <= 100 for p in prices), prices
+    # The filter is what keeps them out: without it the same words find dearer headphones.
+    unfiltered = search(client, query=query, ignore_parsed=["max_price"])
+    assert any(p["price"] > 100 for p in unfiltered["products"])
+
+
+def test_a_budget_nothing_fits_gives_nearest_matches_labelled_as_such(
+    client: httpx.Client,
+) -> None:
+    r = client.post("/recommend", json={"query": "headphones, my budget is 2 dollars", "top_k": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["nearest_matches"] is True
+    assert body["message"].startswith("Nothing in the catalog matches your request at ≤ $2.")
+    assert body["products"] and all(p["price"] > 2 for p in body["products"])
