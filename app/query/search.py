@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.query.plan import FilterPlan
 from app.retrieval import Query, Retriever
@@ -31,9 +31,23 @@ RELEVANCE_MARGIN = 0.15
 
 @dataclass(frozen=True, slots=True)
 class SearchOutcome:
+    """`products`: the matches, then (flagged `outside_filters`) the closest relevant
+    products outside the shopper's price bounds when fewer than asked for fit."""
+
     products: list[RetrievedProduct]
-    # True: nothing met the hard price bounds; `products` are the nearest matches outside.
+    # True: nothing fitted the hard price bounds; every product is a nearest match outside.
     nearest: bool = False
+
+    @property
+    def matches(self) -> int:
+        return sum(not p.outside_filters for p in self.products)
+
+
+def within_margin(
+    products: Sequence[RetrievedProduct], best: float, margin: float
+) -> list[RetrievedProduct]:
+    """The products scoring at most `margin` below `best`: a shop assistant's "these fit"."""
+    return [p for p in products if p.score >= best - margin]
 
 
 def nudge_by_cost(
@@ -77,32 +91,62 @@ def log_outside(flt: SearchFilter) -> Callable[[RetrievedProduct], float | None]
 
 
 def constrained_retrieve(
-    retriever: Retriever, text: str, top_k: int, plan: FilterPlan
+    retriever: Retriever, text: str, top_k: int, plan: FilterPlan, margin: float | None = None
 ) -> SearchOutcome:
     """Up to `top_k` products for `text` under `plan` (blocking: call off the event loop).
+
+    Products scoring more than `margin` (default: the retriever's RELEVANCE_MARGIN) below
+    the best match are not matches. When fewer than `top_k` fit a hard price bound, the
+    closest relevant products outside it follow, flagged `outside_filters`; the best of
+    those also raises the bar for the matches, so a cheap unrelated product does not pass
+    as a match only because nothing relevant is that cheap.
 
     Raises:
         StoreError: the vector store failed.
     """
     query = Query(text)  # embedded once, whichever searches below run
-    # Re-ordering by price trades similarity for price, which needs scores on one scale:
-    # cosine (dense). A hybrid (RRF) score is rank-based, and a headlamp that mentions
-    # "tent-mates" scores within 10% of the tents, so "cheap tent" would rank it first.
+    # Re-ordering by price and the margin cut need scores on one scale: relevance (cosine
+    # plus a bounded lexical share) or cosine. An RRF score is rank-based: a headlamp that
+    # mentions "tent-mates" scores within 10% of the tents.
+    mode = None if retriever.scores_are_similarities else "dense"
+    cut = retriever.relevance_margin if margin is None else margin
+    wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
+    found = retriever.retrieve(query, wanted, plan.search_filter, mode=mode)
+    best = max((p.score for p in found), default=-math.inf)
+    matches = within_margin(found, best, cut)
     if plan.prefer_low_price:
-        products = retriever.retrieve(
-            query, top_k * CANDIDATE_FACTOR, plan.search_filter, mode="dense"
-        )
-    else:
-        products = retriever.retrieve(query, top_k, plan.search_filter)
-    if plan.prefer_low_price:
-        products = nudge_by_cost(products, log_price)[:top_k]
-    if products or not plan.has_price_bounds:
-        return SearchOutcome(products)
-    # Nothing inside the bounds: relevant products, the ones closest to the bounds first,
-    # never presented as if they fitted (the caller labels them).
+        matches = nudge_by_cost(matches, log_price)
+    matches = matches[:top_k]
+    if len(matches) >= top_k or not plan.has_price_bounds:
+        return SearchOutcome(matches)
+    # Few fit the price bounds: the relevant products outside them, closest first, never
+    # presented as if they fitted (the caller labels them).
     flt = plan.search_filter
-    relaxed = SearchFilter(category=flt.category)
-    candidates = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, relaxed, mode="dense")
-    nearest = nudge_by_cost(candidates, log_outside(flt))[:top_k]
-    logger.info("no product within %s for %r; %d nearest matches", flt, text, len(nearest))
-    return SearchOutcome(nearest, nearest=bool(nearest))
+    relaxed = retriever.retrieve(
+        query, top_k * CANDIDATE_FACTOR, SearchFilter(category=flt.category), mode=mode
+    )
+    best = max([best, *(p.score for p in relaxed)])
+    matches = within_margin(matches, best, cut)
+    inside = {p.id for p in matches}
+    outside = [
+        p for p in within_margin(relaxed, best, cut) if p.id not in inside and not fits(p, flt)
+    ]
+    closest = nudge_by_cost(outside, log_outside(flt))[: top_k - len(matches)]
+    offered = [replace(p, outside_filters=True) for p in closest]
+    logger.info(
+        "%d of %d products within %s for %r; %d closest outside",
+        len(matches),
+        top_k,
+        flt,
+        text,
+        len(offered),
+    )
+    return SearchOutcome(matches + offered, nearest=not matches and bool(offered))
+
+
+def fits(p: RetrievedProduct, flt: SearchFilter) -> bool:
+    """Whether the product's price is inside the filter's bounds (unknown price: no)."""
+    if p.price is None:
+        return flt.min_price is None and flt.max_price is None
+    low_ok = flt.min_price is None or p.price >= flt.min_price
+    return low_ok and (flt.max_price is None or p.price <= flt.max_price)

@@ -82,12 +82,20 @@ class Retriever:
         self.chunks_per_product = settings.max_chunks_per_product
         self.default_top_k = settings.vector_search_top_k
         self.mode = settings.retrieval_mode
+        self.relevance_margin = settings.relevance_margin
         self.fusion = FusionSpec(
             method=settings.fusion,
+            lexical_weight=settings.fusion_lexical_weight,
             rrf_k=settings.rrf_k,
             dense_weight=settings.fusion_dense_weight,
             sparse_weight=settings.fusion_sparse_weight,
         )
+
+    @property
+    def scores_are_similarities(self) -> bool:
+        """Whether scores are on the cosine scale (so a margin or a price trade-off means
+        the same on every query): dense, or hybrid fused by relevance; not BM25 or RRF."""
+        return self.mode == "dense" or (self.mode == "hybrid" and self.fusion.method == "relevance")
 
     def retrieve(
         self,

@@ -20,3 +20,5 @@ class RetrievedProduct:
     price: float | None
     score: float
     matched_content: list[str] = field(default_factory=list)
+    # Offered although outside the shopper's hard price bounds (the closest relevant ones).
+    outside_filters: bool = False

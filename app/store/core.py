@@ -30,8 +30,16 @@ from app.store.base import (
     normalize_id,
     stored_chunk,
 )
-from app.store.grouping import grouped_search
-from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec, document_sparse, prefetch_limit
+from app.store.grouping import group_hits, grouped_search
+from app.store.hybrid import (
+    SPARSE_VECTOR,
+    FusionSpec,
+    SparseVec,
+    document_sparse,
+    prefetch_limit,
+    relevance_depth,
+)
+from app.store.relevance import fuse_products
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -195,6 +203,11 @@ class StoreCore(ABC):
         if sparse:
             lexical = Branch(self._sparse_query(sparse), sparse=True)
         spec = fusion or FusionSpec()
+        if dense is not None and lexical is not None and spec.method == "relevance":
+            found = self._relevance_search(
+                dense, lexical, flt, spec, limit=limit, chunks_per_product=chunks_per_product
+            )
+            return [h for h in found if score_threshold is None or h.score >= score_threshold]
 
         def request(n: int, product_id: int | None = None) -> Any:
             f = self._build_filter(flt, product_id=product_id)
@@ -211,6 +224,42 @@ class StoreCore(ABC):
             return self._request(n, lexical, f)
 
         return self._grouped(request, limit, chunks_per_product)
+
+    def _relevance_search(
+        self,
+        dense: Branch,
+        lexical: Branch,
+        flt: SearchFilter | None,
+        spec: FusionSpec,
+        *,
+        limit: int,
+        chunks_per_product: int,
+    ) -> list[ProductHit]:
+        """Both branches in one batch, grouped per product here, then fused by relevance
+        (app.store.relevance): every candidate of either branch gets its cosine score, so
+        the fused score is exact for the whole pool, not only where the branches overlap."""
+        f = self._build_filter(flt)
+        depth = relevance_depth(limit, chunks_per_product)
+        cosine = Branch(dense.query)  # no floor per branch: the floor cuts the fused score
+        dense_points, lexical_points = self._query_batch(
+            [self._request(depth, cosine, f), self._request(depth, lexical, f)]
+        )
+        by_cosine = group_hits(
+            map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product
+        )
+        by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
+        seen = {h.product_id for h in by_cosine}
+        missing = [h.product_id for h in by_words if h.product_id not in seen]
+        if missing:
+            requests = [
+                self._request(chunks_per_product, cosine, self._build_filter(flt, product_id=p))
+                for p in missing
+            ]
+            for pid, points in zip(missing, self._query_batch(requests), strict=True):
+                chunks = [stored_hit(p) for p in points]
+                if chunks:
+                    by_cosine.append(ProductHit(pid, chunks[0].score, chunks))
+        return fuse_products(by_cosine, by_words, spec.lexical_weight)[:limit]
 
     def similar_products(
         self,

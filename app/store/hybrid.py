@@ -27,7 +27,9 @@ SPARSE_VECTOR = "bm25"
 SPARSE_FORMAT = "bm25-v1-units"
 
 RetrievalMode = Literal["hybrid", "dense", "sparse"]
-FusionMethod = Literal["rrf", "dbsf"]
+FusionMethod = Literal["relevance", "rrf", "dbsf"]
+# Tuned on both judged dev sets together (titles and long descriptions): BENCHMARKS.md.
+DEFAULT_LEXICAL_WEIGHT = 0.2
 
 # k1 and b are the textbook values. avg_len is what b normalises a chunk's length by:
 # chunks are product titles (~10 tokens) up to MAX_CHUNK_TOKENS of description; qdrant's
@@ -117,12 +119,16 @@ def query_sparse(text: str) -> SparseVec:
 class FusionSpec:
     """How the dense and sparse branches are combined.
 
-    rrf: reciprocal rank fusion, sum of weight / (k + rank); k=60 is the value from the
-    original RRF paper, not tuned here. dbsf: distribution-based score fusion (each
-    branch's scores normalised by their mean +- 3 sigma, then summed; no weights).
+    relevance: per product, cosine + lexical_weight x BM25 / the query's best BM25
+    (app.store.relevance), fused here after one batch of the two branches; a score on the
+    cosine scale that a relevance floor can cut. rrf: reciprocal rank fusion inside the
+    engine, sum of weight / (k + rank); k=60 is the value from the original RRF paper.
+    dbsf: the engine's distribution-based score fusion (each branch's scores normalised
+    by their mean +- 3 sigma, then summed; no weights).
     """
 
-    method: FusionMethod = "rrf"
+    method: FusionMethod = "relevance"
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
     rrf_k: int = 60
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
@@ -142,3 +148,8 @@ def prefetch_limit(limit: int) -> int:
     found; a larger pool costs sparse-branch time (measured in bench/retrieval.py).
     """
     return max(limit * 2, 50)
+
+
+def relevance_depth(limit: int, chunks_per_product: int) -> int:
+    """Chunks each branch brings to relevance fusion for a page of `limit` products."""
+    return max(limit * chunks_per_product * 2, 64)
