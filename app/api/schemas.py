@@ -78,6 +78,11 @@ class ProductOut(BaseModel):
     category: str | None
     brand: str | None
     price: float | None
+    outside_filters: bool = Field(
+        False,
+        description="Offered as one of the closest products outside the hard price filters "
+        "(fewer than top_k fit them); never presented as a match.",
+    )
 
     @classmethod
     def of(cls, p: RetrievedProduct) -> ProductOut:
@@ -89,6 +94,7 @@ class ProductOut(BaseModel):
             category=p.category,
             brand=p.brand,
             price=p.price,
+            outside_filters=p.outside_filters,
         )
 
 
@@ -122,8 +128,8 @@ class SearchResponse(BaseModel):
     filters_applied: list[FilterApplied]
     nearest_matches: bool = Field(
         False,
-        description="True when no product met the hard price filters: `products` are the "
-        "nearest matches outside them.",
+        description="True when no relevant product met the hard price filters: `products` "
+        "are all nearest matches outside them (each flagged `outside_filters`).",
     )
     products: list[ProductOut]
 

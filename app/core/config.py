@@ -87,7 +87,8 @@ class Settings(BaseSettings):
     # --- retrieval ----------------------------------------------------------------------
     vector_search_top_k: int = Field(5, ge=1, le=50)
     max_top_k: int = Field(50, ge=1, le=200)
-    similarity_threshold: float = Field(0.25, ge=-1.0, le=1.0)
+    # Relevance floor: cosine, plus up to FUSION_LEXICAL_WEIGHT with relevance fusion.
+    similarity_threshold: float = Field(0.25, ge=-1.0, le=11.0)
     max_chunks_per_product: int = Field(3, ge=1, le=10)
     # hybrid: dense + BM25 fused; dense / sparse: one branch alone (for comparison;
     # `python -m app.eval` prints all three).
@@ -95,9 +96,9 @@ class Settings(BaseSettings):
     # relevance: cosine + FUSION_LEXICAL_WEIGHT x normalised BM25 per product (a score
     # SIMILARITY_THRESHOLD and RELEVANCE_MARGIN can cut); rrf / dbsf: the engine's fusions.
     fusion: Literal["relevance", "rrf", "dbsf"] = "relevance"
-    fusion_lexical_weight: float = Field(0.2, ge=0, le=10)
+    fusion_lexical_weight: float = Field(0.4, ge=0, le=10)
     # A product scoring this far below the best match is not shown as a match.
-    relevance_margin: float = Field(0.2, gt=0, le=2)
+    relevance_margin: float = Field(0.35, gt=0, le=2)
     rrf_k: int = Field(60, ge=1, le=1000)
     fusion_dense_weight: float = Field(1.0, gt=0, le=100)
     fusion_sparse_weight: float = Field(1.0, gt=0, le=100)

@@ -95,6 +95,12 @@ def _rankings(
     }
 
 
+def _fusion_label(settings: Settings) -> str:
+    if settings.fusion == "relevance":
+        return f"relevance, lexical weight {settings.fusion_lexical_weight}"
+    return f"{settings.fusion} k={settings.rrf_k}"
+
+
 def _print(report: EvalReport, per_query: bool) -> None:
     names = list(report.per_query)
     if per_query:
@@ -153,11 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"model {embedder.model_id}, {len(products)} products (indexed in {indexed:.1f}s), "
         f"service = {settings.retrieval_mode}"
-        + (
-            f" ({settings.fusion} k={settings.rrf_k})"
-            if settings.retrieval_mode == "hybrid"
-            else ""
-        )
+        + (f" ({_fusion_label(settings)})" if settings.retrieval_mode == "hybrid" else "")
         + f", threshold {settings.similarity_threshold}, depth {args.depth}"
     )
     _print(report, args.per_query)

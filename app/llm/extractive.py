@@ -86,7 +86,11 @@ def extractive_recommendation(
     degraded = reason is not None
     if not products:
         return Recommendation(NO_MATCH_MESSAGE, "extractive", degraded, [], reason)
-    top, alternatives = products[0], products[1 : 1 + MAX_ALTERNATIVES]
+    # Products outside the price bounds are never the top pick while one fits.
+    fitting = [p for p in products if not p.outside_filters] or list(products)
+    outside = [p for p in products if p.outside_filters and p not in fitting]
+    top, alternatives = fitting[0], fitting[1 : 1 + MAX_ALTERNATIVES]
+    closest = outside[: max(MAX_ALTERNATIVES - len(alternatives), 1)] if outside else []
     allowed = [p.id for p in products]
     parts = [f"Top pick: {_label(top)}."]
     why = _best_sentence(query, top.matched_content[:1], allowed)
@@ -94,7 +98,11 @@ def extractive_recommendation(
         parts.append(f"Why: {why}")
     if alternatives:
         parts.append("Also consider: " + "; ".join(_label(p) for p in alternatives) + ".")
-    cited = [top.id, *(p.id for p in alternatives)]
+    if closest:
+        parts.append(
+            "Closest outside your price range: " + "; ".join(_label(p) for p in closest) + "."
+        )
+    cited = [top.id, *(p.id for p in alternatives), *(p.id for p in closest)]
     return Recommendation(" ".join(parts), "extractive", degraded, cited, reason)
 
 

@@ -29,6 +29,8 @@ the shopper.
 Rules:
 - Recommend only products from that list. Never mention any other product, id or brand.
 - Refer to every product you mention by its exact id, written like [id:123].
+- A product with "outside_price_range": true does not fit the shopper's price limits: \
+if you mention it, say so; never present it as fitting.
 - If none of the products fits the request, say so plainly.
 - Answer briefly: at most three short sentences, no lists, no headings."""
 
@@ -64,4 +66,5 @@ def _product_record(product: RetrievedProduct) -> dict[str, Any]:
         "category": product.category,
         "price": product.price,
         "excerpts": [c[:MAX_EXCERPT_CHARS] for c in product.matched_content],
+        "outside_price_range": product.outside_filters,
     }

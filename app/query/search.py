@@ -1,5 +1,6 @@
 """Retrieval under a filter plan: hard bounds exclude, the soft price preference reorders,
-and a hard price bound that leaves nothing gives the nearest matches, labelled as such.
+products far below the best match are cut, and when few fit a hard price bound the closest
+relevant products outside it follow, labelled as such.
 
 Sits in front of the Retriever (search text + SearchFilter in); it never changes how the
 Retriever ranks.
@@ -21,12 +22,13 @@ logger = logging.getLogger(__name__)
 
 # Candidates per wanted product when re-ordering (soft price preference, nearest matches).
 CANDIDATE_FACTOR = 3
-# Similarity given up per e-fold of price under "cheap": a product at a third of the price
-# may be ~0.11 less similar and still rank first.
-PRICE_WEIGHT = 0.1
+# Relevance given up per e-fold of price under "cheap": a product at a third of the price
+# may be ~0.27 less relevant and still rank first (relevance spans ~0.4 more than cosine
+# alone: FUSION_LEXICAL_WEIGHT).
+PRICE_WEIGHT = 0.25
 # Only products this close to the best match compete on price; the rest keep their
 # places after them, so a cheap unrelated product is never lifted over relevant ones.
-RELEVANCE_MARGIN = 0.15
+PRICE_COMPETITION_MARGIN = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +55,13 @@ def within_margin(
 def nudge_by_cost(
     products: Sequence[RetrievedProduct], cost: Callable[[RetrievedProduct], float | None]
 ) -> list[RetrievedProduct]:
-    """Re-order the products near the best match by similarity minus PRICE_WEIGHT × cost
+    """Re-order the products near the best match by relevance minus PRICE_WEIGHT × cost
     (unknown cost: the highest seen); the others follow in their order."""
     if not products:
         return []
     best = max(p.score for p in products)
-    near = [p for p in products if p.score >= best - RELEVANCE_MARGIN]
-    rest = [p for p in products if p.score < best - RELEVANCE_MARGIN]
+    near = [p for p in products if p.score >= best - PRICE_COMPETITION_MARGIN]
+    rest = [p for p in products if p.score < best - PRICE_COMPETITION_MARGIN]
     known = [c for c in map(cost, near) if c is not None]
     worst = max(known, default=0.0)
 

@@ -1,11 +1,12 @@
 """Query → distinct products: embed with the chunks' model, search the store, shape results.
 
-By default a query runs both ways inside the engine, dense (the chunks' model) and BM25
-(app.store.hybrid), fused by reciprocal rank: on real shopper queries each side alone
-loses to the fusion (measured with `python -m app.eval --dataset`, see BENCHMARKS.md).
-Grouping, filters and the similarity threshold all run inside the store's search
-(`VectorStore.search_products`), so a filter never shrinks a page that enough matching
-products could fill. A product ranks by its best chunk.
+By default a query runs both ways, dense (the chunks' model) and BM25 with title words
+weighted twice (app.store.hybrid), fused per product by relevance (app.store.relevance):
+on real catalogs, titles only and long descriptions alike, it scores at least as well as
+the better branch alone (`python -m app.eval --dataset`, BENCHMARKS.md). Grouping, filters
+and the relevance floor all run inside the store's search (`VectorStore.search_products`),
+so a filter never shrinks a page that enough matching products could fill. A product
+ranks by its best chunk.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class Retriever:
             query: the text, or a `Query` whose vectors this call computes if missing and
                 leaves in it for the request's next search.
             mode: overrides RETRIEVAL_MODE for this call, e.g. "dense" where a caller
-                compares scores as similarities (fused RRF scores are rank-based).
+                compares scores as similarities (RRF scores are rank-based).
 
         Raises:
             StoreError: the vector store failed.

@@ -119,7 +119,9 @@ class StoreCore(ABC):
         # Dense and BM25 in one point, so one upsert writes both: the sparse side never lags.
         vectors: dict[str, Any] = {
             "": as_float_list(p.vector),
-            SPARSE_VECTOR: self._sparse_vector(document_sparse(str(p.payload.get("text", "")))),
+            SPARSE_VECTOR: self._sparse_vector(
+                document_sparse(str(p.payload.get("text", "")), p.payload.get("name"))
+            ),
         }
         return self._make_point(normalize_id(p.id, backend=self._backend), vectors, p.payload)
 

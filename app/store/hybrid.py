@@ -24,12 +24,12 @@ import qdrant_edge as qe
 SPARSE_VECTOR = "bm25"
 # Part of every chunk's content key (app.sync.chunking): changing the tokenisation or the
 # weights below re-indexes everything, as a stored vector from the old scheme is stale.
-SPARSE_FORMAT = "bm25-v1-units"
+SPARSE_FORMAT = "bm25-v2-title"
 
 RetrievalMode = Literal["hybrid", "dense", "sparse"]
 FusionMethod = Literal["relevance", "rrf", "dbsf"]
 # Tuned on both judged dev sets together (titles and long descriptions): BENCHMARKS.md.
-DEFAULT_LEXICAL_WEIGHT = 0.2
+DEFAULT_LEXICAL_WEIGHT = 0.4
 
 # k1 and b are the textbook values. avg_len is what b normalises a chunk's length by:
 # chunks are product titles (~10 tokens) up to MAX_CHUNK_TOKENS of description; qdrant's
@@ -103,10 +103,17 @@ def _bm25() -> qe.Bm25:
     return qe.Bm25(qe.Bm25Config(k=_BM25_K1, b=_BM25_B, avg_len=_BM25_AVG_LEN))
 
 
-def document_sparse(text: str) -> SparseVec:
-    """BM25 term weights of a chunk's text; empty (but present) when no term survives."""
-    v = _bm25().embed_document(normalize_text(text))
-    return SparseVec(list(v.indices), list(v.values))
+def document_sparse(text: str, title: str | None = None) -> SparseVec:
+    """BM25 term weights of a chunk's text plus those of its product's title, so a title
+    word weighs twice a description word (fields weighted apart in one vector: a shopper's
+    words in the title say what the product is, in a long description they may be an
+    aside). Empty (but present) when no term survives."""
+    weights: dict[int, float] = {}
+    for part in (text, title or ""):
+        v = _bm25().embed_document(normalize_text(part))
+        for index, value in zip(v.indices, v.values, strict=True):
+            weights[index] = weights.get(index, 0.0) + value
+    return SparseVec(list(weights), list(weights.values()))
 
 
 def query_sparse(text: str) -> SparseVec:

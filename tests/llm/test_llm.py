@@ -172,6 +172,7 @@ def test_prompt_carries_products_as_delimited_data(openai_stub: OpenAIStub) -> N
             "category": p.category,
             "price": p.price,
             "excerpts": p.matched_content,
+            "outside_price_range": False,
         }
         for p in PRODUCTS
     ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.core.catalog import Product
 from app.core.config import Settings
 from app.eval.index import build_chunk_index
@@ -60,21 +62,27 @@ def test_retrieve_groups_filters_and_thresholds(embedder: Any) -> None:
     assert strict.retrieve("headphones for swimming", top_k=4) == []
 
 
-def test_hybrid_threshold_bounds_the_dense_branch_only(embedder: Any) -> None:
+def test_the_relevance_floor_cuts_the_fused_score_bm25_matches_included(embedder: Any) -> None:
     settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
-    assert settings.retrieval_mode == "hybrid"
+    assert settings.retrieval_mode == "hybrid" and settings.fusion == "relevance"
     store = build_chunk_index(_products(), settings, embedder)
     hybrid = Retriever(embedder, store, settings)
     hits = hybrid.retrieve("headphones for swimming", top_k=2)
-    assert {h.id for h in hits} == {1, 3}
-    # Fused scores are reciprocal ranks: 1/(60+1) + 1/(60+2) at best for 2 branches.
-    assert all(0 < h.score < 2 / 60 for h in hits)
+    assert [h.id for h in hits] == [3, 1]
+    dense = Retriever(embedder, store, settings.model_copy(update={"retrieval_mode": "dense"}))
+    cosine = {h.id: h.score for h in dense.retrieve("headphones for swimming", top_k=4)}
+    # Relevance = cosine + the lexical weight x BM25 / the best BM25: 3 has both words (the
+    # best BM25 match), 1 only "swimming" (stemmed "swim").
+    weight = settings.fusion_lexical_weight
+    assert hits[0].score == pytest.approx(cosine[3] + weight, abs=1e-5)
+    assert cosine[1] < hits[1].score < cosine[1] + weight
 
-    # No chunk is 0.99-similar, so the dense branch is empty; BM25 still matches the
-    # words: 3 has "headphones" and "swimming", 1 only "swimming" (stemmed "swim").
-    strict = Retriever(embedder, store, settings.model_copy(update={"similarity_threshold": 0.99}))
-    assert [h.id for h in strict.retrieve("headphones for swimming", top_k=4)] == [3, 1]
-    # A query with no BM25 term left (all stopwords) is dense-only, and cut by the threshold.
+    # A floor above every fused score leaves nothing: a BM25 match does not bypass it (as
+    # it did when the floor bounded the dense branch only and RRF fused the ranks).
+    floor = hits[0].score + 0.01
+    strict = Retriever(embedder, store, settings.model_copy(update={"similarity_threshold": floor}))
+    assert strict.retrieve("headphones for swimming", top_k=4) == []
+    # A query with no BM25 term left (all stopwords) is dense-only, and cut by the floor.
     assert strict.retrieve("for the", top_k=4) == []
     sparse_only = Retriever(
         embedder, store, settings.model_copy(update={"retrieval_mode": "sparse"})

@@ -108,8 +108,60 @@ def _same(a: list[ProductHit], b: list[ProductHit]) -> bool:
 
 
 def _search(store: VectorStore, **kw: Any) -> list[ProductHit]:
-    args: dict[str, Any] = {"limit": 10, "chunks_per_product": 1, "sparse": WORDS}
+    """The engine's fusion (RRF) unless `fusion` says otherwise: the orderings asserted
+    below are rank-based; relevance fusion has its own test."""
+    args: dict[str, Any] = {
+        "limit": 10,
+        "chunks_per_product": 1,
+        "sparse": WORDS,
+        "fusion": FusionSpec(method="rrf"),
+    }
     return store.search_products(QUERY, **(args | kw))
+
+
+def _expected_relevance(
+    store: VectorStore, weight: float, flt: SearchFilter | None = None
+) -> list[tuple[int, float]]:
+    """Every product the filter allows, scored as relevance fusion must score it: its
+    cosine (numpy) + weight x its BM25 / the best allowed BM25 (a BM25-only search), best
+    first."""
+    vectors = np.stack([np.asarray(p.vector) for p in POINTS])
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosine = unit @ (QUERY / np.linalg.norm(QUERY))
+    lexical = store.search_products(None, limit=300, chunks_per_product=1, sparse=WORDS, flt=flt)
+    bm25 = {h.product_id: h.score for h in lexical}
+    best = max(bm25.values())
+    allowed = [p for p in range(300) if flt is None or _category(p) == flt.category]
+    fused = {p: float(cosine[p]) + weight * bm25.get(p, 0.0) / best for p in allowed}
+    return sorted(fused.items(), key=lambda kv: -kv[1])
+
+
+def test_relevance_fusion_scores_every_product_by_cosine_plus_its_bm25_share(
+    store: VectorStore,
+) -> None:
+    # Most "swimming" products are far from the dense query: their cosine comes from the
+    # per-product fill, so every score below is exact, not only where the branches overlap.
+    for weight, flt in ((0.5, None), (0.5, SearchFilter(category="audio")), (2.0, None)):
+        spec = FusionSpec(method="relevance", lexical_weight=weight)
+        hits = _search(store, fusion=spec, flt=flt)
+        expected = _expected_relevance(store, weight, flt)[:10]
+        assert _ids(hits) == [p for p, _ in expected], (weight, flt)
+        assert [h.score for h in hits] == pytest.approx([v for _, v in expected], abs=1e-5)
+    # With a large weight the BM25 matches lead; the relevance floor cuts the fused score.
+    assert set(_ids(_search(store, fusion=FusionSpec(lexical_weight=2.0)))[:9]) == {
+        0,
+        1,
+        2,
+        100,
+        101,
+        102,
+        200,
+        201,
+        202,
+    }
+    floor = _expected_relevance(store, 0.5)[4][1]
+    kept = _search(store, fusion=FusionSpec(lexical_weight=0.5), score_threshold=floor)
+    assert len(kept) == 5 and min(h.score for h in kept) >= floor - 1e-6
 
 
 def test_filtered_hybrid_never_leaves_the_filter_and_fills_the_page(store: VectorStore) -> None:
@@ -163,6 +215,8 @@ def test_engines_agree_on_hybrid_dense_sparse_and_similar(
         {"flt": SearchFilter(min_price=20, max_price=40)},
         {"fusion": FusionSpec(dense_weight=1.0, sparse_weight=3.0)},
         {"fusion": FusionSpec(method="dbsf")},
+        {"fusion": FusionSpec(method="relevance")},
+        {"fusion": FusionSpec(method="relevance"), "flt": SearchFilter(min_price=20, max_price=40)},
         {"sparse": None},
     ):
         a, b = _search(client, **kw), _search(edge, **kw)

@@ -96,11 +96,21 @@ async def _search(
     return _Searched(parsed, plan, outcome)
 
 
-def nearest_notice(plan: FilterPlan) -> str:
+def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
+    """What the answer says first when products outside the price bounds are shown."""
+    outside = len(outcome.products) - outcome.matches
+    if not outside:
+        return ""
     bounds = " and ".join(f.label for f in plan.applied if f.field in ("min_price", "max_price"))
+    if outcome.nearest:
+        return (
+            f"Nothing in the catalog matches your request at {bounds}. "
+            "These are the nearest matches, outside that price range. "
+        )
+    fit = "1 product matches" if outcome.matches == 1 else f"{outcome.matches} products match"
     return (
-        f"Nothing in the catalog matches your request at {bounds}. "
-        "These are the nearest matches, outside that price range. "
+        f"Only {fit} your request at {bounds}; the closest ones outside that price range "
+        "are listed after it, marked. "
     )
 
 
@@ -116,9 +126,7 @@ async def recommend(
     """Recommend products for a plain-language request, with a short written answer."""
     searched = await _search(body, retriever, understanding, settings, gate)
     answer = await generator.generate(body.query, searched.outcome.products)
-    message = answer.message
-    if searched.outcome.nearest:
-        message = nearest_notice(searched.plan) + message
+    message = constraint_notice(searched.plan, searched.outcome) + answer.message
     return RecommendResponse(
         query=body.query,
         message=message,

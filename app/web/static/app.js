@@ -234,11 +234,16 @@
     const filters = Array.isArray(data.filters_applied) ? data.filters_applied : [];
     appliedList.replaceChildren(...filters.map(filterChip));
     applied.hidden = filters.length === 0;
-    nearest.hidden = !data.nearest_matches;
-    if (data.nearest_matches) {
+    const products = Array.isArray(data.products) ? data.products : [];
+    const outside = products.filter((p) => p.outside_filters).length;
+    nearest.hidden = outside === 0;
+    if (outside) {
       const bounds = filters.filter((f) => f.hard && /_price$/.test(f.field)).map((f) => f.label);
-      nearest.textContent =
-        `Nothing matches ${bounds.join(" and ")}. These are the nearest matches, outside it.`;
+      const fit = products.length - outside;
+      nearest.textContent = fit
+        ? `Only ${fit} ${fit === 1 ? "product matches" : "products match"} ${bounds.join(" and ")}. ` +
+          "The closest ones outside that price range follow, marked."
+        : `Nothing matches ${bounds.join(" and ")}. These are the nearest matches, outside it.`;
     }
   }
 
@@ -294,8 +299,9 @@
     answer.hidden = false;
 
     renderApplied(data);
-    const outside = Boolean(data.nearest_matches);
-    productsList.replaceChildren(...products.map((p, i) => productCard(p, i + 1, outside)));
+    productsList.replaceChildren(
+      ...products.map((p, i) => productCard(p, i + 1, Boolean(p.outside_filters))),
+    );
     productsHead.hidden = products.length === 0;
     productsCount.textContent = `(${products.length})`;
     if (!products.length) {
