@@ -94,7 +94,10 @@ def evaluate_constraints(
         if outcome.nearest:
             report.nearest_answers += 1
             continue
+        # Products offered as outside the budget are flagged; only matches must fit it.
         for p in outcome.products:
+            if p.outside_filters:
+                continue
             report.products_checked += 1
             if p.price is None or not float(low or 0) <= p.price <= float(high or "inf"):
                 report.outside_budget += 1
