@@ -10,6 +10,7 @@ answer was flagged as nearest matches, so a budget the parser misses shows up he
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -120,7 +121,11 @@ def ndcg_through_understanding(
             continue
         plain.append(ndcg_at_k([p.id for p in retriever.retrieve(q.query, k)], judged, k))
         parsed = parser.parse(q.query, categories)
-        outcome = constrained_retrieve(retriever, parsed.search_text, k, plan_filters(parsed, None))
+        # No margin cut: this measures what understanding costs, not what the cut removes
+        # (tests/query/test_relevance_cut.py counts that).
+        outcome = constrained_retrieve(
+            retriever, parsed.search_text, k, plan_filters(parsed, None), margin=math.inf
+        )
         understood.append(ndcg_at_k([p.id for p in outcome.products], judged, k))
     return statistics.fmean(plain), statistics.fmean(understood)
 
