@@ -112,8 +112,9 @@ class Settings(BaseSettings):
     # OPENAI_* model, falling back to the rules on any failure.
     query_parser: Literal["offline", "llm"] = "offline"
     query_parse_timeout_seconds: float = Field(3.0, gt=0)
-    # How often the catalog's category list is re-read from the store.
-    category_refresh_seconds: float = Field(300.0, ge=1)
+    # How often the catalog's category list is re-read (the engine's facet: milliseconds,
+    # off the request path), so a new category is heard within a sync interval or so.
+    category_refresh_seconds: float = Field(30.0, ge=1)
     # Currency the catalog's prices are in (labels only: stated amounts are not converted).
     catalog_currency: str = "USD"
 
