@@ -80,8 +80,8 @@ class ProductOut(BaseModel):
     price: float | None
     outside_filters: bool = Field(
         False,
-        description="Offered as one of the closest products outside the hard price filters "
-        "(fewer than top_k fit them); never presented as a match.",
+        description="Outside the hard price filters: a nearest match (none fit) or one of "
+        "`closest_outside_filters`; never presented as fitting them.",
     )
 
     @classmethod
@@ -132,6 +132,11 @@ class SearchResponse(BaseModel):
         "are all nearest matches outside them (each flagged `outside_filters`).",
     )
     products: list[ProductOut]
+    closest_outside_filters: list[ProductOut] = Field(
+        default_factory=list,
+        description="When fewer than top_k products fit the hard price filters: the closest "
+        "relevant products outside them, offered as such (not matches).",
+    )
 
 
 class RecommendResponse(SearchResponse):

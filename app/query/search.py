@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from app.query.plan import FilterPlan
 from app.retrieval import Query, Retriever
@@ -33,16 +33,19 @@ PRICE_COMPETITION_MARGIN = 0.25
 
 @dataclass(frozen=True, slots=True)
 class SearchOutcome:
-    """`products`: the matches, then (flagged `outside_filters`) the closest relevant
-    products outside the shopper's price bounds when fewer than asked for fit."""
+    """`products`: the matches, best first. When none fits the hard price bounds they are
+    the nearest matches outside them instead (`nearest`); when some but fewer than asked
+    for fit, `closest_outside` holds the closest relevant products outside the bounds,
+    offered as such and never as matches. Products outside are flagged `outside_filters`."""
 
     products: list[RetrievedProduct]
-    # True: nothing fitted the hard price bounds; every product is a nearest match outside.
     nearest: bool = False
+    closest_outside: list[RetrievedProduct] = field(default_factory=list)
 
     @property
-    def matches(self) -> int:
-        return sum(not p.outside_filters for p in self.products)
+    def offered(self) -> list[RetrievedProduct]:
+        """Everything the answer may mention: the products, then the closest outside."""
+        return [*self.products, *self.closest_outside]
 
 
 def within_margin(
@@ -143,7 +146,9 @@ def constrained_retrieve(
         text,
         len(offered),
     )
-    return SearchOutcome(matches + offered, nearest=not matches and bool(offered))
+    if not matches:
+        return SearchOutcome(offered, nearest=bool(offered))
+    return SearchOutcome(matches, closest_outside=offered)
 
 
 def fits(p: RetrievedProduct, flt: SearchFilter) -> bool:

@@ -61,6 +61,7 @@ class _Searched:
             "filters_applied": [FilterApplied.of(f) for f in self.plan.applied],
             "nearest_matches": self.outcome.nearest,
             "products": [ProductOut.of(p) for p in self.outcome.products],
+            "closest_outside_filters": [ProductOut.of(p) for p in self.outcome.closest_outside],
         }
 
 
@@ -98,19 +99,19 @@ async def _search(
 
 def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     """What the answer says first when products outside the price bounds are shown."""
-    outside = len(outcome.products) - outcome.matches
-    if not outside:
-        return ""
     bounds = " and ".join(f.label for f in plan.applied if f.field in ("min_price", "max_price"))
     if outcome.nearest:
         return (
             f"Nothing in the catalog matches your request at {bounds}. "
             "These are the nearest matches, outside that price range. "
         )
-    fit = "1 product matches" if outcome.matches == 1 else f"{outcome.matches} products match"
+    if not outcome.closest_outside:
+        return ""
+    n = len(outcome.products)
+    fit = "1 product matches" if n == 1 else f"{n} products match"
     return (
         f"Only {fit} your request at {bounds}; the closest ones outside that price range "
-        "are listed after it, marked. "
+        "are offered separately. "
     )
 
 
@@ -125,7 +126,7 @@ async def recommend(
 ) -> RecommendResponse:
     """Recommend products for a plain-language request, with a short written answer."""
     searched = await _search(body, retriever, understanding, settings, gate)
-    answer = await generator.generate(body.query, searched.outcome.products)
+    answer = await generator.generate(body.query, searched.outcome.offered)
     message = constraint_notice(searched.plan, searched.outcome) + answer.message
     return RecommendResponse(
         query=body.query,

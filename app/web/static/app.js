@@ -235,15 +235,15 @@
     appliedList.replaceChildren(...filters.map(filterChip));
     applied.hidden = filters.length === 0;
     const products = Array.isArray(data.products) ? data.products : [];
-    const outside = products.filter((p) => p.outside_filters).length;
-    nearest.hidden = outside === 0;
-    if (outside) {
+    const closest = Array.isArray(data.closest_outside_filters) ? data.closest_outside_filters : [];
+    nearest.hidden = !(data.nearest_matches || closest.length);
+    if (!nearest.hidden) {
       const bounds = filters.filter((f) => f.hard && /_price$/.test(f.field)).map((f) => f.label);
-      const fit = products.length - outside;
-      nearest.textContent = fit
-        ? `Only ${fit} ${fit === 1 ? "product matches" : "products match"} ${bounds.join(" and ")}. ` +
-          "The closest ones outside that price range follow, marked."
-        : `Nothing matches ${bounds.join(" and ")}. These are the nearest matches, outside it.`;
+      const fit = products.length;
+      nearest.textContent = data.nearest_matches
+        ? `Nothing matches ${bounds.join(" and ")}. These are the nearest matches, outside it.`
+        : `Only ${fit} ${fit === 1 ? "product matches" : "products match"} ${bounds.join(" and ")}. ` +
+          "The closest ones outside that price range follow, marked.";
     }
   }
 
@@ -299,8 +299,9 @@
     answer.hidden = false;
 
     renderApplied(data);
+    const closest = Array.isArray(data.closest_outside_filters) ? data.closest_outside_filters : [];
     productsList.replaceChildren(
-      ...products.map((p, i) => productCard(p, i + 1, Boolean(p.outside_filters))),
+      ...[...products, ...closest].map((p, i) => productCard(p, i + 1, Boolean(p.outside_filters))),
     );
     productsHead.hidden = products.length === 0;
     productsCount.textContent = `(${products.length})`;
