@@ -78,3 +78,27 @@ def test_a_budget_nothing_fits_gives_nearest_matches_labelled_as_such(
     assert body["nearest_matches"] is True
     assert body["message"].startswith("Nothing in the catalog matches your request at ≤ $2.")
     assert body["products"] and all(p["price"] > 2 for p in body["products"])
+
+
+def test_running_shoes_under_a_budget_shows_only_shoes_and_offers_the_closest_above_apart(
+    client: httpx.Client, demo_shard: DemoShard
+) -> None:
+    # The demo page's complaint: one running shoe fits, the other slots went to a yoga
+    # mat, a headlamp and dog harnesses whose descriptions say "runs". The budget is
+    # chosen so that exactly one of the shard's running shoes fits.
+    shoes = sorted(p.price for p in demo_shard.products if "Running Shoes" in p.name and p.price)
+    budget = int((shoes[0] + shoes[1]) / 2)
+    query = f"running shoes under ${budget}"
+    r = client.post("/recommend", json={"query": query, "top_k": 5})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["nearest_matches"] is False
+    assert [p["price"] for p in body["products"]] == [shoes[0]]
+    assert all("Running Shoes" in p["name"] for p in body["products"])
+    closest = body["closest_outside_filters"]
+    assert closest and all("Running Shoes" in p["name"] for p in closest)
+    assert all(p["price"] > budget and p["outside_filters"] for p in closest)
+    assert len(closest) <= 4
+    assert body["message"].startswith(f"Only 1 product matches your request at ≤ ${budget};")
+    # The extractive answer names the closest ones as outside the price range.
+    assert f"[id:{closest[0]['id']}]" in body["message"].split("Closest outside")[1]
