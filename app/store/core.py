@@ -30,7 +30,7 @@ from app.store.base import (
     normalize_id,
     stored_chunk,
 )
-from app.store.grouping import group_hits, grouped_search
+from app.store.grouping import chunk_count, group_hits, grouped_search
 from app.store.hybrid import (
     SPARSE_VECTOR,
     FusionSpec,
@@ -49,6 +49,8 @@ P = ParamSpec("P")
 # engine (one WAL op each). Scrolls: payload only, no vectors, so pages can be larger.
 UPSERT_BATCH = 512
 SCROLL_BATCH = 2048
+# Chunks assumed for a product stored without its chunk count (before the field existed).
+UNKNOWN_CHUNK_COUNT = 16
 # How many of a product's own chunk vectors seed a "similar products" recommend query.
 SIMILAR_SEEDS = 64
 
@@ -131,7 +133,12 @@ class StoreCore(ABC):
 
     # --- filters --------------------------------------------------------------------
     def _build_filter(
-        self, flt: SearchFilter | None, *, product_id: int | None = None, exclude: int | None = None
+        self,
+        flt: SearchFilter | None,
+        *,
+        product_id: int | None = None,
+        exclude: int | None = None,
+        products: Sequence[int] = (),
     ) -> Any:
         must: list[Any] = []
         must_not: list[Any] = []
@@ -141,6 +148,8 @@ class StoreCore(ABC):
             must.append(self._range("price", flt.min_price, flt.max_price))
         if product_id is not None:
             must.append(self._match(GROUP_FIELD, product_id))
+        if products:
+            must.append(self._match_any(GROUP_FIELD, [int(p) for p in products]))
         if exclude is not None:
             must_not.append(self._match(GROUP_FIELD, exclude))
         return self._filter(must, must_not) if must or must_not else None
@@ -251,16 +260,17 @@ class StoreCore(ABC):
         )
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         seen = {h.product_id for h in by_cosine}
-        missing = [h.product_id for h in by_words if h.product_id not in seen]
+        missing = [h for h in by_words if h.product_id not in seen]
         if missing:
-            requests = [
-                self._request(chunks_per_product, cosine, self._build_filter(flt, product_id=p))
-                for p in missing
-            ]
-            for pid, points in zip(missing, self._query_batch(requests), strict=True):
-                chunks = [stored_hit(p) for p in points]
-                if chunks:
-                    by_cosine.append(ProductHit(pid, chunks[0].score, chunks))
+            # One request holding every chunk of those products: each one's best is exact.
+            ids = [h.product_id for h in missing]
+            every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in missing)
+            points = self._query(
+                self._request(every_chunk, cosine, self._build_filter(flt, products=ids))
+            )
+            by_cosine += group_hits(
+                map(stored_hit, points), limit=len(ids), chunks_per_product=chunks_per_product
+            )
         return fuse_products(by_cosine, by_words, spec.lexical_weight)[:limit]
 
     def similar_products(

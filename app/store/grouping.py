@@ -76,7 +76,12 @@ def grouped_search(
 def _wanted(product: ProductHit, chunks_per_product: int) -> int:
     """Chunks a complete group holds: all of the product's, up to `chunks_per_product`
     (a chunk stored without its count, before the field existed: assume more)."""
+    return min(chunk_count(product, default=chunks_per_product), chunks_per_product)
+
+
+def chunk_count(product: ProductHit, *, default: int) -> int:
+    """How many chunks the product has, from its payload; `default` when not stored."""
     count = product.chunks[0].payload.get(COUNT_FIELD)
     if not isinstance(count, int) or isinstance(count, bool):
-        return chunks_per_product
-    return min(count, chunks_per_product)
+        return default
+    return count
