@@ -17,6 +17,7 @@ from app.query.plan import FilterPlan
 from app.retrieval import Query, Retriever
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
+from app.store.hybrid import RetrievalMode
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def constrained_retrieve(
     # Re-ordering by price and the margin cut need scores on one scale: relevance (cosine
     # plus a bounded lexical share) or cosine. An RRF score is rank-based: a headlamp that
     # mentions "tent-mates" scores within 10% of the tents.
-    mode = None if retriever.scores_are_similarities else "dense"
+    mode: RetrievalMode | None = None if retriever.scores_are_similarities else "dense"
     cut = retriever.relevance_margin if margin is None else margin
     wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
     found = retriever.retrieve(query, wanted, plan.search_filter, mode=mode)
