@@ -87,6 +87,8 @@ class Retriever:
         self.fusion = FusionSpec(
             method=settings.fusion,
             lexical_weight=settings.fusion_lexical_weight,
+            feedback_weight=settings.feedback_weight,
+            feedback_products=settings.feedback_products,
             rrf_k=settings.rrf_k,
             dense_weight=settings.fusion_dense_weight,
             sparse_weight=settings.fusion_sparse_weight,

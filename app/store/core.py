@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, ParamSpec, TypeVar
 
+import numpy as np
+
 from app.store.base import (
     GROUP_FIELD,
     INDEXED_FIELDS,
@@ -214,9 +216,14 @@ class StoreCore(ABC):
         if sparse:
             lexical = Branch(self._sparse_query(sparse), sparse=True)
         spec = fusion or FusionSpec()
-        if dense is not None and lexical is not None and spec.method == "relevance":
+        if vector is not None and lexical is not None and spec.method == "relevance":
             found = self._relevance_search(
-                dense, lexical, flt, spec, limit=limit, chunks_per_product=chunks_per_product
+                as_float_list(vector),
+                lexical,
+                flt,
+                spec,
+                limit=limit,
+                chunks_per_product=chunks_per_product,
             )
             return [h for h in found if score_threshold is None or h.score >= score_threshold]
 
@@ -238,7 +245,7 @@ class StoreCore(ABC):
 
     def _relevance_search(
         self,
-        dense: Branch,
+        vector: list[float],
         lexical: Branch,
         flt: SearchFilter | None,
         spec: FusionSpec,
@@ -248,17 +255,32 @@ class StoreCore(ABC):
     ) -> list[ProductHit]:
         """Both branches in one batch, grouped per product here, then fused by relevance
         (app.store.relevance): every candidate of either branch gets its cosine score, so
-        the fused score is exact for the whole pool, not only where the branches overlap."""
+        the fused score is exact for the whole pool, not only where the branches overlap.
+
+        With feedback (spec.feedback_weight > 0) the dense branch runs a second time, its
+        query moved towards the best chunks of the first fusion's top products
+        (pseudo-relevance feedback): the shopper's few words gain the vocabulary of the
+        products that fit them best.
+        """
         f = self._build_filter(flt)
         depth = relevance_depth(limit, chunks_per_product)
-        cosine = Branch(dense.query)  # no floor per branch: the floor cuts the fused score
+        cosine = Branch(self._dense_query(vector))  # no floor per branch: it cuts the fusion
         dense_points, lexical_points = self._query_batch(
             [self._request(depth, cosine, f), self._request(depth, lexical, f)]
         )
+        by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         by_cosine = group_hits(
             map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product
         )
-        by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
+        if spec.feedback_weight > 0 and by_cosine:
+            first = fuse_products(by_cosine, by_words, spec.lexical_weight)
+            moved = self._feedback_query(vector, first[: spec.feedback_products], spec)
+            cosine = Branch(self._dense_query(moved))
+            by_cosine = group_hits(
+                map(stored_hit, self._query(self._request(depth, cosine, f))),
+                limit=depth,
+                chunks_per_product=chunks_per_product,
+            )
         seen = {h.product_id for h in by_cosine}
         missing = [h for h in by_words if h.product_id not in seen]
         if missing:
@@ -272,6 +294,31 @@ class StoreCore(ABC):
                 map(stored_hit, points), limit=len(ids), chunks_per_product=chunks_per_product
             )
         return fuse_products(by_cosine, by_words, spec.lexical_weight)[:limit]
+
+    def _feedback_query(
+        self, vector: list[float], top: Sequence[ProductHit], spec: FusionSpec
+    ) -> list[float]:
+        """The query moved towards the mean of the top products' best chunks (unit length)."""
+        best_chunks = {h.chunks[0].id for h in top}
+        every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in top)
+        records, _ = self._scroll_page(
+            self._product_filter([h.product_id for h in top]),
+            every_chunk,
+            None,
+            payload=False,
+            vector=True,
+        )
+        # Asking for the default vector alone returns it bare (a list), not by name.
+        found = [
+            r.vector for r in records if str(r.id) in best_chunks and isinstance(r.vector, list)
+        ]
+        if not found:
+            return vector
+        query = np.asarray(vector, dtype=np.float32)
+        moved = query / np.linalg.norm(query) + spec.feedback_weight * np.mean(
+            np.asarray(found, dtype=np.float32), axis=0
+        )
+        return as_float_list(moved / np.linalg.norm(moved))
 
     def similar_products(
         self,

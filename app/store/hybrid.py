@@ -136,6 +136,9 @@ class FusionSpec:
 
     method: FusionMethod = "relevance"
     lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
+    # Relevance only: pseudo-relevance feedback (0 = off), and how many products feed it.
+    feedback_weight: float = 0.0
+    feedback_products: int = 5
     rrf_k: int = 60
     dense_weight: float = 1.0
     sparse_weight: float = 1.0

@@ -23,7 +23,7 @@ from app.core.config import Settings
 from app.store import ChunkPoint, ProductHit, SearchFilter, VectorStore, open_store
 from app.store.base import StoreSchemaError
 from app.store.edge_store import EdgeStore
-from app.store.hybrid import SPARSE_VECTOR, FusionSpec, query_sparse
+from app.store.hybrid import SPARSE_VECTOR, FusionSpec, query_sparse, relevance_depth
 
 DIM = 16
 GOODS = {
@@ -120,14 +120,14 @@ def _search(store: VectorStore, **kw: Any) -> list[ProductHit]:
 
 
 def _expected_relevance(
-    store: VectorStore, weight: float, flt: SearchFilter | None = None
+    store: VectorStore, weight: float, flt: SearchFilter | None = None, query: Any = QUERY
 ) -> list[tuple[int, float]]:
     """Every product the filter allows, scored as relevance fusion must score it: its
     cosine (numpy) + weight x its BM25 / the best allowed BM25 (a BM25-only search), best
     first."""
     vectors = np.stack([np.asarray(p.vector) for p in POINTS])
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    cosine = unit @ (QUERY / np.linalg.norm(QUERY))
+    cosine = unit @ (query / np.linalg.norm(query))
     lexical = store.search_products(None, limit=300, chunks_per_product=1, sparse=WORDS, flt=flt)
     bm25 = {h.product_id: h.score for h in lexical}
     best = max(bm25.values())
@@ -162,6 +162,24 @@ def test_relevance_fusion_scores_every_product_by_cosine_plus_its_bm25_share(
     floor = _expected_relevance(store, 0.5)[4][1]
     kept = _search(store, fusion=FusionSpec(lexical_weight=0.5), score_threshold=floor)
     assert len(kept) == 5 and min(h.score for h in kept) >= floor - 1e-6
+
+
+def test_feedback_searches_again_from_the_query_moved_towards_the_best_five(
+    store: VectorStore,
+) -> None:
+    spec = FusionSpec(lexical_weight=0.5, feedback_weight=0.5, feedback_products=5)
+    hits = _search(store, fusion=spec)
+    vectors = np.stack([np.asarray(p.vector) for p in POINTS])
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    # The feedback comes from the first fusion's best among what the dense branch found
+    # (its first relevance_depth(10, 1) = 64 products), which has their vectors at hand.
+    dense_found = set(np.argsort(-(unit @ QUERY))[: relevance_depth(10, 1)].tolist())
+    first = [p for p, _ in _expected_relevance(store, 0.5) if p in dense_found][:5]
+    moved = QUERY / np.linalg.norm(QUERY) + 0.5 * unit[first].mean(axis=0)
+    expected = _expected_relevance(store, 0.5, query=moved)[:10]
+    assert _ids(hits) == [p for p, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([v for _, v in expected], abs=1e-5)
+    assert _ids(hits) != _ids(_search(store, fusion=FusionSpec(lexical_weight=0.5)))
 
 
 def test_filtered_hybrid_never_leaves_the_filter_and_fills_the_page(store: VectorStore) -> None:
