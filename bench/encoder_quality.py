@@ -37,7 +37,7 @@ from app.eval.data import (
     load_qrels,
     load_queries,
 )
-from app.eval.metrics import ndcg_at_k
+from app.eval.ndcg import ndcg_at_k
 
 logger = logging.getLogger("bench.encoder_quality")
 

@@ -4,7 +4,7 @@
 
 The same (count, seed, start-id) always gives the same file. Names combine an invented
 brand, a series, a qualifier and a product kind; descriptions are two to four sentences
-drawn from the phrase book in `product_copy` (100k products in a few seconds).
+drawn from the catalog copy in `product_copy.json` (100k products in a few seconds).
 """
 
 from __future__ import annotations

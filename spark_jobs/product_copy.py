@@ -1,5 +1,5 @@
-"""The phrase book behind generated products, loaded from `phrase_book.json` beside this file:
-per category, invented brands and product kinds with openings, feature sentences and a price
+"""The copy of the generated catalog, loaded from `product_copy.json` beside this file: per
+category, invented brands and product kinds with openings, feature sentences and a price
 band. Edit the JSON to change what `generate_products` writes; this module only types it.
 
 Generated descriptions take one opening, one or two features and sometimes a closing line,
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PHRASE_BOOK = Path(__file__).with_name("phrase_book.json")
+COPY_PATH = Path(__file__).with_name("product_copy.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +54,11 @@ def _category(raw: dict[str, Any]) -> CategorySpec:
     )
 
 
-_BOOK: dict[str, Any] = json.loads(PHRASE_BOOK.read_text(encoding="utf-8"))
-SERIES: tuple[str, ...] = tuple(_BOOK["series"])
-COLOURS: tuple[str, ...] = tuple(_BOOK["colours"])
-FINISH_TEMPLATES: tuple[str, ...] = tuple(_BOOK["finish_templates"])
-MODELS: tuple[str, ...] = tuple(_BOOK["models"])
+_COPY: dict[str, Any] = json.loads(COPY_PATH.read_text(encoding="utf-8"))
+SERIES: tuple[str, ...] = tuple(_COPY["series"])
+COLOURS: tuple[str, ...] = tuple(_COPY["colours"])
+FINISH_TEMPLATES: tuple[str, ...] = tuple(_COPY["finish_templates"])
+MODELS: tuple[str, ...] = tuple(_COPY["models"])
 CATALOG: dict[str, CategorySpec] = {
-    name: _category(spec) for name, spec in _BOOK["categories"].items()
+    name: _category(spec) for name, spec in _COPY["categories"].items()
 }

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from app.core.config import ROOT
 from app.eval.data import EvalQuery
-from app.eval.metrics import ndcg_at_k
+from app.eval.ndcg import ndcg_at_k
 from app.query import OfflineQueryParser, ParsedQuery, constrained_retrieve, plan_filters
 from app.query.category import CategoryVocabulary
 from app.retrieval import Retriever

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.eval.data import EvalQuery
-from app.eval.metrics import condensed_ndcg_at_k
+from app.eval.ndcg import condensed_ndcg_at_k
 from app.retrieval import Retriever
 
 logger = logging.getLogger(__name__)

@@ -2,8 +2,8 @@
 
 Two backends implement it: `QdrantClientStore` (a Qdrant server, or qdrant-client's
 in-memory local mode for tests) and `EdgeStore` (the embedded qdrant-edge engine on
-disk). Both must give the same answers for the same calls; tests/store/test_store.py
-checks that.
+disk). Both must give the same answers for the same calls;
+tests/store/test_store_contract.py checks that.
 """
 
 from __future__ import annotations

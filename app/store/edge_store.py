@@ -8,7 +8,7 @@ checkpoint is a JSON file in the same folder, written only after a flush: it is 
 ahead of the vectors it describes.
 
 Durability, and why a flush per call is not needed (qdrant-edge-py 0.9.0, checked by
-tests/store/test_store.py and tests/sync/test_sync_kill.py):
+tests/store/test_edge_durability.py and tests/sync/test_sync_kill.py):
 - `EdgeShard.update` writes the operation to the WAL, then applies it to the in-memory
   segments; the WAL's files are memory-mapped. A killed process (SIGKILL, OOM, a panic)
   leaves those pages in the kernel's page cache, which writes them back whether or not

@@ -21,7 +21,7 @@ from app.core.config import get_settings
 from app.core.logging import configure_logging
 from app.embedding import embedder_for
 from app.store import StoreError, open_store
-from app.sync.backoff import Backoff, describe
+from app.sync.backoff import RetryLoop
 from app.sync.engine import SyncEngine
 from app.sync.hudi_source import TableReadError
 from app.sync.lock import SyncBusyError
@@ -78,30 +78,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _loop(engine: SyncEngine, interval: float) -> int:
     logger.info("sync loop every %.1fs", interval)
-    backoff = Backoff(interval)
+    loop = RetryLoop(interval, logger)
     try:
-        while True:
-            try:
-                engine.run_cycle()
-                delay = backoff.success()
-            except SyncBusyError as e:
-                # The second syncer waits its turn instead of writing alongside.
-                delay = backoff.success()
-                logger.warning("%s; retrying in %.0fs", e, delay)
-            except Exception as e:
-                # Whatever it is (a commit file gone mid-read, an S3 throttle, a store
-                # restart), the next cycle may well succeed: log what failed and back off.
-                delay = backoff.failure(e)
-                logger.error(
-                    "sync cycle failed (%s); retry %d in %.0fs",
-                    describe(e),
-                    backoff.failures,
-                    delay,
-                    exc_info=e,
-                )
+        while (delay := loop.step(engine.run_cycle)) is not None:
             time.sleep(delay)
     except KeyboardInterrupt:
-        return 0
+        pass
+    return 0
 
 
 if __name__ == "__main__":

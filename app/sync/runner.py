@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from functools import partial
 
 from app.store import StoreError
-from app.sync.backoff import Backoff, describe
-from app.sync.engine import CycleCancelledError, CycleInProgressError, SyncEngine
-from app.sync.lock import SyncBusyError
+from app.sync.backoff import RetryLoop
+from app.sync.engine import SyncEngine
 from app.sync.state import CycleReport
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,6 @@ class SyncRunner:
         self.engine = engine
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
 
     @property
     def ready(self) -> bool:
@@ -62,30 +61,8 @@ class SyncRunner:
         return await asyncio.to_thread(self.engine.run_cycle, full=full, wait=False)
 
     async def _loop(self) -> None:
-        backoff = Backoff(self.interval)
-        while True:
-            try:
-                await self.run_now()
-                delay = backoff.success()
-            except asyncio.CancelledError:
-                raise
-            except CycleCancelledError:
-                return
-            except (CycleInProgressError, SyncBusyError) as e:
-                # Someone else (POST /sync, another process) is syncing: not a failure.
-                logger.info("%s", e)
-                delay = backoff.success()
-            except Exception as e:
-                # Anything at all (table mid-write, S3 throttle, store blip) is logged and
-                # retried with backoff: the loop must outlive every error it can meet.
-                delay = backoff.failure(e)
-                logger.error(
-                    "sync cycle failed (%s); retry %d in %.0fs",
-                    describe(e),
-                    backoff.failures,
-                    delay,
-                    exc_info=e,
-                )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
-            self._wake.clear()
+        loop = RetryLoop(self.interval, logger)
+        cycle = partial(self.engine.run_cycle, wait=False)
+        # The step runs in a worker thread (the cycle is CPU-bound); only the wait is here.
+        while (delay := await asyncio.to_thread(loop.step, cycle)) is not None:
+            await asyncio.sleep(delay)

@@ -9,7 +9,7 @@ import pytest
 
 from app.eval.__main__ import main
 from app.eval.data import load_qrels
-from app.eval.metrics import condensed_ndcg_at_k, dcg, ndcg_at_k
+from app.eval.ndcg import condensed_ndcg_at_k, dcg, ndcg_at_k
 
 
 def test_ndcg_matches_a_hand_computed_example() -> None:

@@ -1,4 +1,4 @@
-"""Graded ranking metrics."""
+"""Graded ranking metrics: DCG and nDCG@k, plain and condensed (unjudged ids dropped)."""
 
 from __future__ import annotations
 

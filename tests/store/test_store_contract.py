@@ -1,0 +1,414 @@
+"""The store contract: every operation, on each engine, with exact answers; and the
+engines' congruence, where the same calls must give the same answers.
+
+Engines: qdrant-client's local mode in memory (`:memory:`) and the embedded qdrant-edge
+engine on disk (a shard under tmp_path); the congruence test adds qdrant-client with its
+own group-by as the reference for grouped search. Data: tests/store/sample_points.py
+(140 chunks: products 0..39 with 1-4 chunks, product 99 with 40 clustered ones).
+The edge engine's own durability (WAL, kill, locking, reopen): test_edge_durability.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.core.config import Settings
+from app.store import (
+    ChunkPoint,
+    PayloadUpdate,
+    ProductHit,
+    SearchFilter,
+    StoreDimensionError,
+    StoreError,
+    VectorStore,
+    open_store,
+)
+from app.store.edge_store import EdgeStore
+from tests.store.sample_points import CATEGORIES, DIM, DOMINANT, make_points, point
+
+POINTS = make_points()
+BACKEND = {"memory": "qdrant-local", "edge": "qdrant-edge"}
+
+
+def _open(engine: str, tmp_path: Path) -> VectorStore:
+    from app.store.qdrant_client_store import QdrantClientStore  # slow import (~2.5 s)
+
+    path = ":memory:" if engine == "memory" else str(tmp_path / "edge")
+    store = open_store(Settings(qdrant_url=None, qdrant_path=path, qdrant_collection="t"))
+    assert isinstance(store, QdrantClientStore if engine == "memory" else EdgeStore)
+    return store
+
+
+@pytest.fixture(params=["memory", "edge"])
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def store(engine: str, tmp_path: Path) -> Iterator[VectorStore]:
+    """A store with no collection yet."""
+    s = _open(engine, tmp_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def filled(store: VectorStore) -> VectorStore:
+    """The store holding the 140 sample points."""
+    store.ensure_collection(DIM)
+    store.ensure_collection(DIM)  # idempotent
+    store.upsert(POINTS)
+    return store
+
+
+@pytest.fixture
+def both(tmp_path: Path) -> Iterator[tuple[VectorStore, VectorStore]]:
+    stores = (_open("memory", tmp_path), _open("edge", tmp_path))
+    yield stores
+    for s in stores:
+        s.close()
+
+
+@pytest.fixture
+def oracle() -> Iterator[VectorStore]:
+    """Local mode with qdrant-client's own group-by: the reference for grouped search."""
+    from qdrant_client import QdrantClient
+
+    from app.store.qdrant_client_store import QdrantClientStore
+
+    store = QdrantClientStore(QdrantClient(":memory:"), "oracle", local=True, native_groups=True)
+    yield store
+    store.close()
+
+
+def _snapshot(store: VectorStore) -> list[tuple[str, int, dict[str, Any]]]:
+    return sorted((c.id, c.product_id, c.payload) for c in store.iter_chunks(batch=7))
+
+
+def _ids_of(products: set[int], points: Sequence[ChunkPoint] = POINTS) -> set[str]:
+    return {p.id for p in points if p.payload["product_id"] in products}
+
+
+# --- one operation at a time, exact answers on each engine ------------------------------
+def test_upserted_chunks_read_back_as_written(filled: VectorStore) -> None:
+    assert filled.count() == len(POINTS) == 140
+    assert _snapshot(filled) == sorted((p.id, p.payload["product_id"], p.payload) for p in POINTS)
+    assert {c.id for c in filled.iter_chunks()} == {p.id for p in POINTS}
+
+
+def test_chunks_for_products_returns_all_their_chunks(filled: VectorStore) -> None:
+    got = sorted(c.id for c in filled.chunks_for_products([3, 7, 12, 1000]))
+    assert got == sorted(_ids_of({3, 7, 12}))
+    assert len(got) == 4 + 4 + 1  # products 3 and 7 have 4 chunks, 12 has 1
+
+
+def test_a_crowding_product_leaves_room_for_the_others(filled: VectorStore) -> None:
+    # The dominant product fills the unfiltered top-k: grouping must still find 3 others,
+    # each scored by its best chunk (cosine, computed here).
+    query = np.ones(DIM, dtype=np.float32)
+    vectors = np.stack([np.asarray(p.vector, dtype=np.float64) for p in POINTS])
+    cosine = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
+    best: dict[int, float] = {}
+    for p, score in zip(POINTS, cosine, strict=True):
+        pid = p.payload["product_id"]
+        best[pid] = max(best.get(pid, -1.0), float(score))
+    expected = sorted(best.items(), key=lambda kv: -kv[1])[:4]
+
+    hits = filled.search_products(query, limit=4, chunks_per_product=1, score_threshold=None)
+    assert hits[0].product_id == DOMINANT and len(hits) == 4
+    assert [h.product_id for h in hits] == [pid for pid, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+
+def test_set_payloads_merges_into_the_payload(filled: VectorStore) -> None:
+    # A price-only update: vectors and other fields untouched.
+    before = {c.id: c.payload for c in filled.iter_chunks()}
+    ids_3 = sorted(_ids_of({3}))
+    filled.set_payloads([PayloadUpdate(ids_3, {"price": 9.5, "ts": 1})])
+    updated = filled.chunks_for_products([3])
+    assert {c.payload["price"] for c in updated} == {9.5}
+    assert {c.payload["name"] for c in updated} == {"Product 3"}
+    after = {c.id: c.payload for c in filled.iter_chunks()}
+    assert after == {i: p | {"price": 9.5, "ts": 1} if i in ids_3 else p for i, p in before.items()}
+    [own] = [p for p in POINTS if p.id == ids_3[0]]
+    [hit] = filled.search_products(own.vector, limit=1, chunks_per_product=1)
+    assert (hit.product_id, hit.chunks[0].id) == (3, own.id)
+    assert hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_deletes_remove_products_and_chunks_and_skip_unknown_ids(filled: VectorStore) -> None:
+    ids_3 = sorted(_ids_of({3}))
+    filled.delete_products([5, 6, DOMINANT])
+    filled.delete([ids_3[0], str(uuid.uuid4())])
+    filled.delete([])
+    filled.delete_products([])
+    assert filled.count() == len(POINTS) - 2 - 3 - 40 - 1 == 94
+    assert filled.chunks_for_products([5, 6, DOMINANT]) == []
+    assert len(filled.chunks_for_products([3])) == 3
+    gone = _ids_of({5, 6, DOMINANT}) | {ids_3[0]}
+    assert {c.id for c in filled.iter_chunks()} == {p.id for p in POINTS} - gone
+
+
+def test_a_shorter_description_replaces_its_chunks(filled: VectorStore) -> None:
+    # An edited description with fewer chunks: the sync deletes stale ids, upserts new.
+    new_7 = point(7, 0, np.random.default_rng(3).normal(size=DIM), category="kitchen", price=12.0)
+    filled.delete([c.id for c in filled.chunks_for_products([7])])
+    filled.upsert([new_7])
+    [chunk] = filled.chunks_for_products([7])
+    assert (chunk.id, chunk.payload) == (new_7.id, new_7.payload)
+    assert filled.count() == len(POINTS) - 4 + 1
+
+
+def test_keyword_counts_follow_every_write(store: VectorStore) -> None:
+    # The category vocabulary's read (app.query.category): exact chunk counts per value,
+    # following inserts, payload edits and deletes, from the engine's facet, not a scroll.
+    store.ensure_collection(DIM)
+    assert store.keyword_counts("category", limit=100) == {}  # empty store
+    store.upsert(POINTS)
+    category = {p.id: p.payload["category"] for p in POINTS}
+
+    def expected() -> dict[str, int]:
+        return dict(Counter(c for c in category.values() if c is not None))
+
+    # 40 products cycle audio/shoes/kitchen/None with 1-4 chunks; 40 more audio (DOMINANT).
+    assert store.keyword_counts("category", limit=100) == expected()
+    assert expected() == {"audio": 50, "shoes": 20, "kitchen": 30}
+    assert store.keyword_counts("category", limit=1) == {"audio": 50}
+
+    # A product re-filed (payload only), then every shoe product deleted and one chunk of
+    # product 6: "shoes" drops out, the counts follow.
+    ids_2 = sorted(_ids_of({2}))
+    shoes = [pid for pid in range(40) if CATEGORIES[pid % len(CATEGORIES)] == "shoes"]
+    ids_6 = sorted(_ids_of({6}))
+    store.set_payloads([PayloadUpdate(ids_2, {"category": "garden"})])
+    store.delete_products(shoes)
+    store.delete(ids_6[:1])
+    category.update(dict.fromkeys(ids_2, "garden"))
+    gone = _ids_of(set(shoes)) | {ids_6[0]}
+    category = {i: c for i, c in category.items() if i not in gone}
+    assert store.keyword_counts("category", limit=100) == expected()
+    assert expected() == {"audio": 50, "kitchen": 26, "garden": len(ids_2)} and len(ids_2) == 3
+    store.optimize()  # merged segments count the same
+    assert store.keyword_counts("category", limit=100) == expected()
+
+    with pytest.raises(ValueError, match="keyword"):
+        store.keyword_counts("price", limit=10)  # indexed, but not a keyword
+    with pytest.raises(ValueError, match="keyword"):
+        store.keyword_counts("brand", limit=10)  # not indexed
+    store.delete(list(category))
+    assert store.keyword_counts("category", limit=100) == {}
+
+
+def test_state_round_trip(store: VectorStore) -> None:
+    state = {"checkpoint": "20250101000000000", "table_base": "/x", "counts": {"chunks": 3}}
+    store.ensure_collection(DIM)
+    assert store.load_state() is None
+    store.save_state(state)
+    assert store.load_state() == state
+    store.save_state({**state, "checkpoint": "2"})
+    assert store.load_state() == {**state, "checkpoint": "2"}
+
+
+def test_a_checkpoint_does_not_outlive_its_vectors(
+    engine: str, store: VectorStore, tmp_path: Path
+) -> None:
+    store.ensure_collection(DIM)
+    store.upsert(POINTS[:10])
+    store.save_state({"completed": "c1"})
+    assert store.load_state() == {"completed": "c1"}
+    if engine == "memory":
+        # What an operator (or a server reset) does under a running service.
+        store._client.delete_collection("t")  # type: ignore[attr-defined]
+        assert store.load_state() is None
+    else:
+        # The shard is wiped, the checkpoint file next to it survives.
+        store.close()
+        shard = tmp_path / "edge"
+        for child in shard.iterdir():
+            if child.name != "sync_state.json":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        assert (shard / "sync_state.json").exists()
+        store = EdgeStore(shard)
+    try:
+        store.ensure_collection(DIM)
+        assert (store.load_state(), store.count()) == (None, 0)
+    finally:
+        store.close()
+
+
+def test_errors_are_store_errors(engine: str, store: VectorStore) -> None:
+    with pytest.raises(StoreError):
+        store.count()  # no collection yet
+    store.ensure_collection(DIM)
+    with pytest.raises(StoreDimensionError) as info:
+        store.ensure_collection(DIM + 1)
+    assert info.value.backend == BACKEND[engine]
+    assert info.value.__cause__ is not None or engine == "memory"
+    with pytest.raises(StoreError, match="not a UUID"):
+        store.delete(["not-a-uuid"])
+    with pytest.raises(StoreError):
+        store.set_payloads([PayloadUpdate([str(uuid.uuid4())], {"price": 1.0})])  # unknown point
+    with pytest.raises(StoreError) as wrong_dim:
+        store.upsert([ChunkPoint(str(uuid.uuid4()), [0.5] * (DIM - 1), {"product_id": 1})])
+    assert wrong_dim.value.__cause__ is not None
+    assert store.count() == 0
+
+
+def test_readers_see_no_errors_while_a_writer_writes(store: VectorStore) -> None:
+    """The API searches from request threads while the sync writes from another thread.
+    qdrant-client's local mode has no locking of its own (276 failed reads in 6 s with one
+    writer and two readers, unguarded); the store serialises its calls."""
+    store.ensure_collection(DIM)
+    store.upsert(POINTS[:40])
+    errors: list[BaseException] = []
+    reads = [0] * 4
+    done = threading.Event()
+
+    def read(k: int) -> None:
+        rng = np.random.default_rng(k)
+        try:
+            while not done.is_set():
+                store.search_products(rng.normal(size=DIM), limit=5, chunks_per_product=2)
+                store.count()
+                reads[k] += 1
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    readers = [threading.Thread(target=read, args=(k,)) for k in range(4)]
+    for reader in readers:
+        reader.start()
+    try:
+        for _ in range(3):  # grow, shrink and grow again: the arrays resize under readers
+            for start in range(40, len(POINTS), 5):
+                store.upsert(POINTS[start : start + 5])
+            store.delete([p.id for p in POINTS[40:]])
+        store.upsert(POINTS[40:])
+    finally:
+        done.set()
+        for reader in readers:
+            reader.join(timeout=30)
+    assert errors == []
+    assert min(reads) > 0
+    assert store.count() == len(POINTS)
+
+
+# --- congruence: the same calls, the same answers ---------------------------------------
+def _search_key(hits: list[ProductHit]) -> list[tuple[int, list[str]]]:
+    return [(h.product_id, [c.id for c in h.chunks]) for h in hits]
+
+
+def _assert_search_invariants(
+    hits: list[ProductHit],
+    *,
+    limit: int,
+    chunks_per_product: int,
+    threshold: float | None,
+    flt: SearchFilter | None,
+) -> None:
+    assert len(hits) <= limit
+    assert len({h.product_id for h in hits}) == len(hits), "products must be distinct"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    for hit in hits:
+        assert 1 <= len(hit.chunks) <= chunks_per_product
+        assert hit.score == hit.chunks[0].score
+        assert [c.score for c in hit.chunks] == sorted((c.score for c in hit.chunks), reverse=True)
+        for chunk in hit.chunks:
+            assert chunk.payload["product_id"] == hit.product_id
+            if threshold is not None:
+                assert chunk.score >= threshold
+            if flt is not None and flt.category is not None:
+                assert chunk.payload["category"] == flt.category
+            if flt is not None and flt.min_price is not None:
+                assert (
+                    chunk.payload["price"] is not None and chunk.payload["price"] >= flt.min_price
+                )
+            if flt is not None and flt.max_price is not None:
+                assert (
+                    chunk.payload["price"] is not None and chunk.payload["price"] <= flt.max_price
+                )
+
+
+FILTERS = [
+    None,
+    SearchFilter(category="audio"),
+    SearchFilter(min_price=20.0, max_price=120.0),
+    SearchFilter(category="shoes", max_price=150.0),
+    SearchFilter(category="no-such-category"),
+]
+SHAPES = [(5, 3, None), (3, 1, None), (10, 2, 0.2), (4, 3, 0.35)]
+
+
+def _compare_searches(reference: VectorStore, others: Sequence[VectorStore], seed: int) -> int:
+    rng = np.random.default_rng(seed)
+    queries = [rng.normal(size=DIM).astype(np.float32) for _ in range(4)]
+    queries.append(np.ones(DIM, dtype=np.float32))  # aims at the dominant product's cluster
+    compared = 0
+    for query in queries:
+        for flt in FILTERS:
+            for limit, per_product, threshold in SHAPES:
+                kwargs: dict[str, Any] = {
+                    "limit": limit,
+                    "chunks_per_product": per_product,
+                    "score_threshold": threshold,
+                    "flt": flt,
+                }
+                got_a = reference.search_products(query, **kwargs)
+                scores_a = [c.score for h in got_a for c in h.chunks]
+                for other in others:
+                    got_b = other.search_products(query, **kwargs)
+                    assert _search_key(got_a) == _search_key(got_b), (other, flt, limit)
+                    scores_b = [c.score for h in got_b for c in h.chunks]
+                    assert scores_a == pytest.approx(scores_b, abs=1e-5)
+                _assert_search_invariants(
+                    got_a, limit=limit, chunks_per_product=per_product, threshold=threshold, flt=flt
+                )
+                compared += 1
+    return compared
+
+
+def test_engines_agree_on_every_call(
+    oracle: VectorStore, both: tuple[VectorStore, VectorStore]
+) -> None:
+    # The oracle groups with qdrant-client's query_points_groups; the other two
+    # over-fetch and group in Python (app.store.grouping) against different engines.
+    memory, edge = both
+    stores = (oracle, memory, edge)
+    for store in stores:
+        store.ensure_collection(DIM)
+        store.upsert(POINTS)
+    assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
+    chunks = [sorted(c.id for c in s.chunks_for_products([3, 7, 12, 1000])) for s in stores]
+    assert chunks[0] == chunks[1] == chunks[2]
+    for store in stores:
+        dominant_hits = store.search_products(
+            np.ones(DIM), limit=4, chunks_per_product=1, score_threshold=None, flt=None
+        )
+        assert dominant_hits[0].product_id == DOMINANT and len(dominant_hits) == 4
+    assert _compare_searches(oracle, [memory, edge], seed=1) == 5 * 5 * 4
+
+    ids_3 = [c.id for c in edge.chunks_for_products([3])]
+    for store in stores:
+        store.set_payloads([PayloadUpdate(ids_3, {"price": 9.5, "ts": 1})])
+    assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
+
+    for store in stores:
+        store.delete_products([5, 6, DOMINANT])
+        store.delete([ids_3[0], str(uuid.uuid4())])
+    assert oracle.count() == memory.count() == edge.count()
+    assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
+
+    new_7 = point(7, 0, np.random.default_rng(3).normal(size=DIM), category="kitchen", price=12.0)
+    for store in stores:
+        store.delete([c.id for c in store.chunks_for_products([7])])
+        store.upsert([new_7])
+    assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
+    assert _compare_searches(oracle, [memory, edge], seed=2) == 100
