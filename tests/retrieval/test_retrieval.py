@@ -63,7 +63,10 @@ def test_retrieve_groups_filters_and_thresholds(embedder: Any) -> None:
 
 
 def test_the_relevance_floor_cuts_the_fused_score_bm25_matches_included(embedder: Any) -> None:
-    settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
+    # Without feedback, so the cosine part is the query's own (tests/store checks feedback).
+    settings = Settings(
+        qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8, feedback_weight=0
+    )
     assert settings.retrieval_mode == "hybrid" and settings.fusion == "relevance"
     store = build_chunk_index(_products(), settings, embedder)
     hybrid = Retriever(embedder, store, settings)
