@@ -164,7 +164,7 @@ def drive(
                 if label and now - reported >= PROGRESS_EVERY_S:
                     reported = now
                     rate = len(latencies) / (now - started)
-                    left = min((requests - len(latencies)) / rate, deadline - now)
+                    left = max(0.0, min((requests - len(latencies)) / rate, deadline - now))
                     print(
                         f"  {label}: {len(latencies)}/{requests}, {rate:.1f} req/s, "
                         f"ETA {left:.0f}s",
