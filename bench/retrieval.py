@@ -17,17 +17,20 @@ real embeddings of the labelled eval queries, so scores and the threshold behave
 
     .venv/bin/python bench/retrieval.py                      # 100k products, 16 clients
     .venv/bin/python bench/retrieval.py --products 20000 --optimize
+
+With `--dataset DIR` it serves a judged dev set instead, with real embeddings, through
+POST /search and POST /recommend, one-client latency, C-client throughput and the
+service's CPU per request (bench/retrieval_dataset.py):
+
+    .venv/bin/python bench/retrieval.py --dataset ../shared/eval/homedepot-dev --sizes 5000,54667
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,18 +39,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from app.core.logging import configure_logging  # noqa: E402
 from app.embedding import load_embedder  # noqa: E402
-from app.eval.data import DEFAULT_QUERIES, load_queries  # noqa: E402
+from app.eval.data import DEFAULT_QUERIES, PRODUCTS_FILE, QUERIES_FILE, load_queries  # noqa: E402
+from app.eval.vector_cache import DEFAULT_CACHE_DIR  # noqa: E402
 from app.store.base import ChunkPoint  # noqa: E402
 from app.store.edge_store import EdgeStore  # noqa: E402
 from app.sync.chunking import PAYLOAD_FORMAT  # noqa: E402
-from bench.rawhttp import Pool  # noqa: E402
+from bench.retrieval_dataset import run_dataset  # noqa: E402
+from bench.service_process import Phase, ServiceProcess, checkout_env, drive  # noqa: E402
 
 CHUNKS_PER_PRODUCT = 2
 SAMPLES_PER_CATEGORY = 24
@@ -56,7 +61,9 @@ NOISE = 0.035  # per-dimension sigma on a unit 384-d vector: cos to its base ~0.
 
 def generate(n: int, seed: int, out: Path) -> list[dict[str, Any]]:
     cmd = [sys.executable, "-m", "spark_jobs.generate_products", "--count", str(n)]
-    subprocess.run([*cmd, "--seed", str(seed), "--output", str(out)], check=True, cwd=ROOT)
+    subprocess.run(
+        [*cmd, "--seed", str(seed), "--output", str(out)], check=True, cwd=ROOT, env=checkout_env()
+    )
     return [json.loads(line) for line in out.open()]
 
 
@@ -121,73 +128,6 @@ def load_shard(path: Path, rows: list[dict[str, Any]], matrix: np.ndarray, optim
     store.close()
 
 
-def start_service(shard: Path, port: int, mode: str) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "RETRIEVAL_MODE": mode,
-        "SYNC_MODE": "off",
-        "QDRANT_PATH": str(shard),
-        "QDRANT_URL": "",
-        "HUDI_TABLE_PATH": str(shard.parent / "no-table"),
-        "OPENAI_API_KEY": "",
-        "LOG_LEVEL": "WARNING",
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-    env.pop("QDRANT_URL")
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
-    proc = subprocess.Popen(
-        [*cmd, "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env
-    )
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None:
-            raise SystemExit("service exited during startup")
-        time.sleep(0.5)
-    proc.terminate()
-    raise SystemExit("service not ready in 180 s")
-
-
-def drive(
-    url: str, bodies: list[dict[str, Any]], clients: int, requests: int
-) -> tuple[list[float], float]:
-    """`clients` closed-loop clients sharing `requests` POST /search calls.
-
-    On bench.rawhttp (keep-alive asyncio streams), not httpx: the client shares the 2
-    cores with the service, and its cost lands in the one-client p50. Measured here
-    against a trivial server: httpx.Client 0.52 ms of CPU per request, this 0.05 ms.
-    """
-    host, port = url.removeprefix("http://").split(":")
-    encoded = [json.dumps(b).encode() for b in bodies]
-
-    async def run() -> tuple[list[float], float]:
-        pool = Pool(host, int(port))
-        latencies: list[float] = []
-        counter = iter(range(requests))
-
-        async def client() -> None:
-            for n in counter:
-                t = time.perf_counter()
-                status, raw = await pool.request("POST", "/search", encoded[n % len(encoded)])
-                elapsed = time.perf_counter() - t
-                if status != 200:
-                    raise SystemExit(f"POST /search answered {status}: {raw[:200]!r}")
-                latencies.append(elapsed)
-
-        started = time.perf_counter()
-        await asyncio.gather(*(client() for _ in range(clients)))
-        wall = time.perf_counter() - started
-        await pool.close()
-        return latencies, wall
-
-    return asyncio.run(run())
-
-
 def numpy_search(
     matrix: np.ndarray, pids: np.ndarray, q: np.ndarray, mask: np.ndarray | None, k: int
 ) -> list[int]:
@@ -204,60 +144,35 @@ def numpy_search(
     return out
 
 
-def pct(values: list[float], p: float) -> float:
-    return sorted(values)[min(len(values) - 1, round(p / 100 * (len(values) - 1)))] * 1000
-
-
-def report(label: str, lat: list[float], wall: float) -> tuple[float, float]:
+def report(label: str, phase: Phase) -> tuple[float, float]:
     """Print one phase; returns (p50 ms, req/s)."""
     print(
-        f"{label:<36} p50 {pct(lat, 50):7.2f} ms  p95 {pct(lat, 95):7.2f} ms  "
-        f"p99 {pct(lat, 99):7.2f} ms  {len(lat) / wall:8.1f} req/s"
+        f"{label:<36} p50 {phase.pct(50):7.2f} ms  p95 {phase.pct(95):7.2f} ms  "
+        f"p99 {phase.pct(99):7.2f} ms  {phase.rps:8.1f} req/s"
     )
-    return pct(lat, 50), len(lat) / wall
+    return phase.pct(50), phase.rps
 
 
 def serve_and_drive(
     shard: Path, mode: str, phases: dict[str, list[dict[str, Any]]], clients: int, requests: int
 ) -> dict[tuple[str, int], tuple[float, float]]:
     """(phase, clients) -> (p50 ms, req/s) of the service in RETRIEVAL_MODE=mode."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = start_service(shard, port, mode)
-    url = f"http://127.0.0.1:{port}"
     out: dict[tuple[str, int], tuple[float, float]] = {}
-    try:
+    with ServiceProcess(shard, mode, table_path=shard.parent / "no-table") as service:
+        url = service.url
         print(f"\n[{mode}] service POST /search, {clients} clients, {requests} requests per phase")
-        drive(url, phases["unfiltered"], clients, 64)  # warm-up
+        drive(url, "/search", phases["unfiltered"], clients, 64)  # warm-up
         for label, bodies in phases.items():
-            out[label, clients] = report(label, *drive(url, bodies, clients, requests))
+            out[label, clients] = report(label, drive(url, "/search", bodies, clients, requests))
         # One client: the latency of a request with no queue in front of it.
         single = min(requests, 300)
         print(f"[{mode}] service POST /search, 1 client, {single} requests per phase")
         for label, bodies in phases.items():
-            out[label, 1] = report(label, *drive(url, bodies, 1, single))
-    finally:
-        proc.terminate()
-        proc.wait(30)
+            out[label, 1] = report(label, drive(url, "/search", bodies, 1, single))
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--products", type=int, default=100_000)
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--requests", type=int, default=2000, help="per phase")
-    ap.add_argument("--top-k", type=int, default=5)
-    ap.add_argument("--optimize", action="store_true", help="build HNSW before serving")
-    ap.add_argument(
-        "--shard",
-        type=Path,
-        help="keep the shard in this folder and reuse it on the next run with the same "
-        "--products/--seed/--optimize (the HNSW build is minutes; the phases are seconds)",
-    )
-    args = ap.parse_args()
+def run_generated(args: argparse.Namespace) -> int:
     random.seed(args.seed)
     print(
         f"{args.products} products x {CHUNKS_PER_PRODUCT} chunks, derived vectors (see docstring)"
@@ -328,8 +243,61 @@ def main() -> int:
                 t = time.perf_counter()
                 numpy_search(matrix, pids, qv[i % len(qv)], mask, args.top_k)
                 lat.append(time.perf_counter() - t)
-            report(label + " (search only)", lat, time.perf_counter() - t0)
+            report(label + " (search only)", Phase(lat, time.perf_counter() - t0))
     return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--products", type=int, default=100_000, help="generated catalog size")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--requests", type=int, default=2000, help="per phase (per C-client phase)")
+    ap.add_argument("--top-k", type=int, help="default 5; 10 with --dataset")
+    ap.add_argument("--optimize", action="store_true", help="build HNSW before serving")
+    ap.add_argument(
+        "--shard",
+        type=Path,
+        help="keep the shard in this folder and reuse it on the next run with the same "
+        "--products/--seed/--optimize (the HNSW build is minutes; the phases are seconds); "
+        "with --dataset, a folder of one shard per size",
+    )
+    ds = ap.add_argument_group("a judged dataset served by the real service (retrieval_dataset)")
+    ds.add_argument(
+        "--dataset",
+        type=Path,
+        help=f"folder with {PRODUCTS_FILE} and {QUERIES_FILE} (e.g. ../shared/eval/homedepot-dev)",
+    )
+    ds.add_argument(
+        "--sizes",
+        type=_sizes,
+        help="comma-separated catalog sizes, each the first N products (default: all), "
+        "e.g. 5000,54667: also prints the largest's one-client p50 / the smallest's",
+    )
+    ds.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=DEFAULT_CACHE_DIR,
+        help="dense vector cache, as python -m app.eval's (default %(default)s)",
+    )
+    ds.add_argument("--single-requests", type=int, default=300, help="per one-client phase")
+    ds.add_argument(
+        "--max-seconds", type=float, default=60.0, help="no request starts later in a phase"
+    )
+    args = ap.parse_args()
+    if args.dataset is None:
+        args.top_k = args.top_k or 5
+        return run_generated(args)
+    args.top_k = args.top_k or 10
+    configure_logging("INFO")  # index progress and ETA on stderr
+    return run_dataset(args)
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of sizes: {text}") from e
 
 
 if __name__ == "__main__":

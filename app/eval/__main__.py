@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.core.config import ROOT, Settings, get_settings
+from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.embedding import embedder_for
 from app.eval.constraints import (
@@ -42,14 +42,12 @@ from app.eval.data import (
 )
 from app.eval.index import build_chunk_index
 from app.eval.runner import EvalReport, evaluate
-from app.eval.vector_cache import CachedEmbedder
+from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
 from app.retrieval import Retriever
 from app.store import StoreError, VectorStore
 from app.store.hybrid import RetrievalMode
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_CACHE = ROOT / "data" / "cache" / "vectors"
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -76,7 +74,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         default=100,
         help="products ranked per query before unjudged ones are dropped (condensed nDCG)",
     )
-    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="dense vector cache")
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="dense vector cache")
     p.add_argument("--per-query", action="store_true", help="print every query's scores")
     return p.parse_args(argv)
 

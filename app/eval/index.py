@@ -11,6 +11,8 @@ from app.embedding import Embedder
 from app.store import VectorStore, open_store
 from app.sync.apply import ChunkApplier
 from app.sync.chunking import ProductChunker
+from app.sync.engine import PRODUCT_BATCH
+from app.sync.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +39,16 @@ def build_chunk_index(
     store = open_store(settings.model_copy(update={"qdrant_path": path, "qdrant_url": None}))
     try:
         store.ensure_collection(embedder.dim)
-        counts = ChunkApplier(store, embedder, chunker_for(settings, embedder)).apply(products, {})
+        applier = ChunkApplier(store, embedder, chunker_for(settings, embedder))
+        # In the sync's batches, so a catalog of tens of thousands logs progress and an ETA.
+        progress = Progress(logger, "eval index", len(products))
+        chunks = 0
+        for start in range(0, len(products), PRODUCT_BATCH):
+            batch = products[start : start + PRODUCT_BATCH]
+            chunks += applier.apply(batch, {}).embedded
+            progress.advance(len(batch))
     except BaseException:
         store.close()
         raise
-    logger.info("indexed %d products as %d chunks", counts.products, counts.embedded)
+    logger.info("indexed %d products as %d chunks", len(products), chunks)
     return store

@@ -18,10 +18,14 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from app.core.config import ROOT
 from app.embedding import Embedder
 from app.embedding.model import Vectors
 
 logger = logging.getLogger(__name__)
+
+# `python -m app.eval --cache-dir` and `bench/retrieval.py --dataset --cache-dir` default.
+DEFAULT_CACHE_DIR = ROOT / "data" / "cache" / "vectors"
 
 
 def text_key(model_id: str, text: str) -> str:
@@ -35,7 +39,7 @@ class CachedEmbedder(Embedder):
     Build it with `CachedEmbedder.wrap`; call `save()` to persist what was embedded.
     """
 
-    cache_dir: Path = field(default=Path("data/cache/vectors"))
+    cache_dir: Path = field(default=DEFAULT_CACHE_DIR)
     _rows: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict, repr=False)
     _new: int = field(default=0, repr=False)
 

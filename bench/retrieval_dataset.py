@@ -1,0 +1,290 @@
+"""`bench/retrieval.py --dataset DIR`: a judged dev set served by the real service.
+
+For each size (the first N products of the dataset's products.jsonl; default all of them):
+index the catalog as the sync does (`app.eval.index.build_chunk_index`: the sync's chunks,
+REAL dense embeddings, cached by model and text under --cache-dir exactly as
+`python -m app.eval` caches them, so a run after it embeds nothing) in an embedded
+qdrant-edge shard; then do what a syncer's cycle does after it: build the HNSW index once
+OPTIMIZE_AFTER_UNINDEXED chunks await it and write the checkpoint an API replica with
+SYNC_MODE=off needs before /ready answers 200. (A syncer also rolls the index every
+ROLL_AFTER_POINTS during a bootstrap: not done here, the dev sets are below that.)
+
+Then, once per retrieval mode (dense-only as the baseline, then the configured service
+ranking, RETRIEVAL_MODE, default hybrid), start the service on the shard and drive POST
+/search and POST /recommend (offline extractive generator: no OPENAI_API_KEY) with the
+dataset's own query texts: one client (p50, p99) and C clients (throughput), each with
+the service process's CPU seconds per request. Every figure is compared as a ratio to
+dense-only from the same run; with two or more sizes, the one-client p50s of the largest
+are also divided by those of the smallest (the catalog-size cost of a request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from app.core.catalog import Product
+from app.core.config import Settings, get_settings
+from app.embedding import embedder_for
+from app.eval.data import PRODUCTS_FILE, QUERIES_FILE, load_products, load_queries
+from app.eval.index import build_chunk_index, chunker_for
+from app.eval.vector_cache import CachedEmbedder
+from app.sync.chunking import PAYLOAD_FORMAT
+from app.sync.engine import OPTIMIZE_AFTER_UNINDEXED
+from app.sync.state import SyncCheckpoint
+from bench.service_process import Phase, ServiceProcess, measure
+
+logger = logging.getLogger("bench.retrieval")
+
+ENDPOINTS = ("/search", "/recommend")
+WARMUP_REQUESTS = 32
+# HNSW build time per point, for the ETA only (~70-100 s at 100k points, DESIGN.md).
+OPTIMIZE_S_PER_POINT = 0.001
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One endpoint in one mode: the one-client and the C-client phase."""
+
+    single: Phase
+    many: Phase
+
+
+@dataclass
+class SizeRun:
+    size: int
+    chunks: int
+    load_before: tuple[float, float, float]
+    cells: dict[tuple[str, str], Cell]  # (mode, endpoint) -> phases
+    load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+def _table_path(shard: Path) -> Path:
+    # SYNC_MODE=off never reads the table for /search or /recommend; the checkpoint names
+    # the same path the service is given, as a syncer's would.
+    return shard.parent / f"{shard.name}-no-table"
+
+
+def _build_shard(
+    shard: Path,
+    products: list[Product],
+    settings: Settings,
+    embedder: CachedEmbedder,
+) -> int:
+    """Index `products` into `shard` as a syncer would leave it; returns the chunk count."""
+    started = time.perf_counter()
+    print(f"indexing {len(products)} products into {shard} ...", file=sys.stderr, flush=True)
+    store = build_chunk_index(products, settings, embedder, path=str(shard))
+    try:
+        chunks = store.count()
+        print(
+            f"indexed {len(products)} products as {chunks} chunks in "
+            f"{time.perf_counter() - started:.1f}s",
+            file=sys.stderr,
+        )
+        unindexed = chunks
+        if chunks >= OPTIMIZE_AFTER_UNINDEXED:  # as SyncEngine._cycle does after a bootstrap
+            t = time.perf_counter()
+            print(
+                f"building the HNSW index (the syncer does at >= {OPTIMIZE_AFTER_UNINDEXED} "
+                f"new chunks), ETA ~{chunks * OPTIMIZE_S_PER_POINT:.0f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+            store.optimize()
+            unindexed = 0
+            print(f"HNSW index built in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+        instant = datetime.now().strftime("%Y%m%d%H%M%S%f")[:17]
+        checkpoint = SyncCheckpoint(
+            completed=instant,
+            requested=instant,
+            table_path=str(_table_path(shard)),
+            signature=chunker_for(settings, embedder).signature,
+            chunks=chunks,
+            unindexed=unindexed,
+        )
+        store.save_state(checkpoint.to_dict())
+    finally:
+        store.close()
+    return chunks
+
+
+def _shard_for(
+    root: Path,
+    dataset: Path,
+    products: list[Product],
+    settings: Settings,
+    embedder: CachedEmbedder,
+) -> tuple[Path, int]:
+    """The shard of `products` under `root`, reused when built alike (--shard)."""
+    shard = root / f"{dataset.name}-{len(products)}"
+    marker = root / f"{shard.name}.built"
+    built_as = (
+        f"{dataset.resolve()} {len(products)} {chunker_for(settings, embedder).signature} "
+        f"{PAYLOAD_FORMAT} {settings.max_chunk_tokens} {settings.chunk_overlap_tokens}"
+    )
+    if marker.exists() and (shard / "sync_state.json").exists():
+        recorded, _, count = marker.read_text().rpartition(" chunks=")
+        if recorded == built_as:
+            print(f"reusing the shard in {shard}", file=sys.stderr)
+            return shard, int(count)
+    shutil.rmtree(shard, ignore_errors=True)
+    marker.unlink(missing_ok=True)
+    chunks = _build_shard(shard, products, settings, embedder)
+    marker.write_text(f"{built_as} chunks={chunks}")
+    return shard, chunks
+
+
+def _serve(
+    shard: Path,
+    mode: str,
+    queries: list[str],
+    args: argparse.Namespace,
+    label: str,
+) -> dict[str, Cell]:
+    """endpoint -> Cell, of the service in RETRIEVAL_MODE=mode on `shard`."""
+    bodies: list[dict[str, Any]] = [{"query": q, "top_k": args.top_k} for q in queries]
+    cells: dict[str, Cell] = {}
+    cap = args.max_seconds
+    print(
+        f"[{label} {mode}] starting the service; {len(ENDPOINTS) * 2} phases of at most "
+        f"{cap:.0f}s each",
+        file=sys.stderr,
+        flush=True,
+    )
+    with ServiceProcess(shard, mode, table_path=_table_path(shard)) as service:
+        for path in ENDPOINTS:
+            # Warm-up from the end of the query list: the measured phases start at its top.
+            measure(service, path, bodies[-WARMUP_REQUESTS:], 1, WARMUP_REQUESTS)
+            tag = f"{label} {mode} POST {path}"
+            single = measure(
+                service, path, bodies, 1, args.single_requests, max_seconds=cap, label=f"{tag} 1c"
+            )
+            many = measure(
+                service,
+                path,
+                bodies,
+                args.clients,
+                args.requests,
+                max_seconds=cap,
+                label=f"{tag} {args.clients}c",
+            )
+            cells[path] = Cell(single, many)
+            print(
+                f"{tag:<44} 1 client: p50 {single.pct(50):8.2f} ms  p99 {single.pct(99):8.2f} ms"
+                f"  CPU {single.cpu_ms_per_request:7.2f} ms/req  (n={len(single.latencies)})\n"
+                f"{'':<44} {args.clients} clients: {many.rps:8.1f} req/s"
+                f"  CPU {many.cpu_ms_per_request:7.2f} ms/req  (n={len(many.latencies)})",
+                flush=True,
+            )
+    return cells
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:5.2f}x" if b else "  n/a"
+
+
+def _print_size(run: SizeRun, modes: list[str], clients: int, total: int) -> None:
+    base = modes[0]
+    print(
+        f"\n{run.size} of {total} products ({run.chunks} chunks); "
+        f"load average {' '.join(f'{x:.2f}' for x in run.load_before)} before, "
+        f"{' '.join(f'{x:.2f}' for x in run.load_after)} after"
+    )
+    print(
+        f"{'endpoint':<11}{'mode':<14}{'1c p50 ms':>11}{'1c p99 ms':>11}{'CPU ms/req':>12}"
+        f"{f'{clients}c req/s':>11}{'CPU ms/req':>12}"
+    )
+    for path in ENDPOINTS:
+        for mode in modes:
+            c = run.cells[mode, path]
+            print(
+                f"{path:<11}{mode:<14}{c.single.pct(50):11.2f}{c.single.pct(99):11.2f}"
+                f"{c.single.cpu_ms_per_request:12.2f}{c.many.rps:11.1f}"
+                f"{c.many.cpu_ms_per_request:12.2f}"
+            )
+        d = run.cells[base, path]
+        for mode in modes[1:]:
+            c = run.cells[mode, path]
+            print(
+                f"{'':<11}{f'{mode}/{base}':<14}"
+                f"{_ratio(c.single.pct(50), d.single.pct(50)):>11}"
+                f"{_ratio(c.single.pct(99), d.single.pct(99)):>11}"
+                f"{_ratio(c.single.cpu_ms_per_request, d.single.cpu_ms_per_request):>12}"
+                f"{_ratio(c.many.rps, d.many.rps):>11}"
+                f"{_ratio(c.many.cpu_ms_per_request, d.many.cpu_ms_per_request):>12}"
+            )
+
+
+def _print_scaling(small: SizeRun, large: SizeRun, modes: list[str]) -> None:
+    print(
+        f"\none-client p50, {large.size} products / first {small.size} "
+        "(same run; the acceptance check is the service ranking's POST /recommend <= 1.5):"
+    )
+    for path in ENDPOINTS:
+        for mode in modes:
+            a = large.cells[mode, path].single.pct(50)
+            b = small.cells[mode, path].single.pct(50)
+            check = ""
+            if path == "/recommend" and mode == modes[-1]:
+                check = "  ok (<= 1.5)" if a / b <= 1.5 else "  OVER 1.5"
+            print(f"  POST {path:<11} {mode:<7} {a:8.2f} / {b:8.2f} ms = {_ratio(a, b)}{check}")
+
+
+def run_dataset(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    dataset: Path = args.dataset
+    try:
+        catalog = load_products(dataset / PRODUCTS_FILE)
+        queries = [q.query for q in load_queries(dataset / QUERIES_FILE)]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"error: cannot read {dataset}: {e}", file=sys.stderr)
+        return 2
+    sizes = sorted(args.sizes or [len(catalog)])
+    if sizes[0] < 1 or sizes[-1] > len(catalog):
+        print(f"error: --sizes must be between 1 and {len(catalog)}", file=sys.stderr)
+        return 2
+    modes: list[str] = list(dict.fromkeys(["dense", settings.retrieval_mode]))
+    embedder = CachedEmbedder.wrap(embedder_for(settings), args.cache_dir)
+    print(
+        f"{dataset.name}: {len(catalog)} products, {len(queries)} queries; sizes {sizes}; "
+        f"modes {modes} (service = {settings.retrieval_mode}); top_k {args.top_k}; "
+        f"model {embedder.model_id}, vector cache {embedder.path}"
+    )
+    runs: list[SizeRun] = []
+    with tempfile.TemporaryDirectory(prefix="bench-retrieval-") as tmp:
+        root: Path = args.shard or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        shards: list[tuple[int, Path, int]] = []
+        try:
+            for size in sizes:
+                shard, chunks = _shard_for(root, dataset, catalog[:size], settings, embedder)
+                shards.append((size, shard, chunks))
+        finally:
+            embedder.save()
+        print(
+            f"\nservice phases: {args.single_requests} requests at 1 client, "
+            f"{args.requests} at {args.clients} clients, each at most {args.max_seconds:.0f}s"
+        )
+        for size, shard, chunks in shards:
+            run = SizeRun(size, chunks, os.getloadavg(), {})
+            for mode in modes:
+                for path, cell in _serve(shard, mode, queries, args, f"{size}").items():
+                    run.cells[mode, path] = cell
+            run.load_after = os.getloadavg()
+            runs.append(run)
+    print(f"\n=== {dataset.name}: ratios to {modes[0]}-only measured in the same run ===")
+    for run in runs:
+        _print_size(run, modes, args.clients, len(catalog))
+    if len(runs) > 1:
+        _print_scaling(runs[0], runs[-1], modes)
+    return 0
