@@ -69,6 +69,26 @@ class Branch:
     score_threshold: float | None = None
 
 
+def dense_vector(point: Any) -> list[float] | None:
+    """The dense vector a scored point came back with: bare (a list) or by its name ""."""
+    v = point.vector
+    if isinstance(v, dict):
+        v = v.get("")
+    return v if isinstance(v, list) else None
+
+
+def feedback_query(
+    vector: list[float], found: Sequence[list[float]], spec: FusionSpec
+) -> list[float]:
+    """The query moved towards the mean of the feedback chunks' vectors (unit length)."""
+    if not found:
+        return vector
+    query = np.asarray(vector, dtype=np.float32)
+    mean = np.mean(np.asarray(found, dtype=np.float32), axis=0)
+    moved = query / np.linalg.norm(query) + spec.feedback_weight * mean
+    return as_float_list(moved / np.linalg.norm(moved))
+
+
 def stored_hit(point: Any) -> StoredChunkHit:
     """A scored point of either engine (both have .id, .score, .payload) as a record."""
     return StoredChunkHit(
@@ -265,16 +285,19 @@ class StoreCore(ABC):
         f = self._build_filter(flt)
         depth = relevance_depth(limit, chunks_per_product)
         cosine = Branch(self._dense_query(vector))  # no floor per branch: it cuts the fusion
+        feedback = spec.feedback_weight > 0
         dense_points, lexical_points = self._query_batch(
-            [self._request(depth, cosine, f), self._request(depth, lexical, f)]
+            [self._request(depth, cosine, f, vectors=feedback), self._request(depth, lexical, f)]
         )
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         by_cosine = group_hits(
             map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product
         )
-        if spec.feedback_weight > 0 and by_cosine:
+        if feedback and by_cosine:
             first = fuse_products(by_cosine, by_words, spec.lexical_weight)
-            moved = self._feedback_query(vector, first[: spec.feedback_products], spec)
+            best_chunks = {h.chunks[0].id for h in first[: spec.feedback_products]}
+            found = [dense_vector(p) for p in dense_points if str(p.id) in best_chunks]
+            moved = feedback_query(vector, [v for v in found if v is not None], spec)
             cosine = Branch(self._dense_query(moved))
             by_cosine = group_hits(
                 map(stored_hit, self._query(self._request(depth, cosine, f))),
@@ -294,31 +317,6 @@ class StoreCore(ABC):
                 map(stored_hit, points), limit=len(ids), chunks_per_product=chunks_per_product
             )
         return fuse_products(by_cosine, by_words, spec.lexical_weight)[:limit]
-
-    def _feedback_query(
-        self, vector: list[float], top: Sequence[ProductHit], spec: FusionSpec
-    ) -> list[float]:
-        """The query moved towards the mean of the top products' best chunks (unit length)."""
-        best_chunks = {h.chunks[0].id for h in top}
-        every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in top)
-        records, _ = self._scroll_page(
-            self._product_filter([h.product_id for h in top]),
-            every_chunk,
-            None,
-            payload=False,
-            vector=True,
-        )
-        # Asking for the default vector alone returns it bare (a list), not by name.
-        found = [
-            r.vector for r in records if str(r.id) in best_chunks and isinstance(r.vector, list)
-        ]
-        if not found:
-            return vector
-        query = np.asarray(vector, dtype=np.float32)
-        moved = query / np.linalg.norm(query) + spec.feedback_weight * np.mean(
-            np.asarray(found, dtype=np.float32), axis=0
-        )
-        return as_float_list(moved / np.linalg.norm(moved))
 
     def similar_products(
         self,
@@ -399,8 +397,16 @@ class StoreCore(ABC):
         """A prefetch (one branch of a fused query), `depth` candidates deep."""
 
     @abstractmethod
-    def _request(self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None) -> Any:
-        """A query request for `n` points with their payload."""
+    def _request(
+        self,
+        n: int,
+        branch: Branch,
+        flt: Any,
+        prefetch: list[Any] | None = None,
+        *,
+        vectors: bool = False,
+    ) -> Any:
+        """A query request for `n` points with their payload (and dense vector if asked)."""
 
     # --- engine hooks: calls ------------------------------------------------------------
     @abstractmethod

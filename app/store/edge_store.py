@@ -331,9 +331,17 @@ class EdgeStore(StoreCore):
         return qe.Prefetch(depth, branch.query, filter=flt, score_threshold=branch.score_threshold)
 
     def _request(
-        self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None
+        self,
+        n: int,
+        branch: Branch,
+        flt: Any,
+        prefetch: list[Any] | None = None,
+        *,
+        vectors: bool = False,
     ) -> qe.QueryRequest:
         extra: dict[str, Any] = {}
+        if vectors:
+            extra["with_vector"] = [""]
         if prefetch is not None:
             extra["prefetches"] = prefetch
         if branch.score_threshold is not None:

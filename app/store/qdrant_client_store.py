@@ -197,9 +197,16 @@ class QdrantClientStore(StoreCore):
         )
 
     def _request(
-        self, n: int, branch: Branch, flt: Any, prefetch: list[Any] | None = None
+        self,
+        n: int,
+        branch: Branch,
+        flt: Any,
+        prefetch: list[Any] | None = None,
+        *,
+        vectors: bool = False,
     ) -> models.QueryRequest:
         return models.QueryRequest(
+            with_vector=[""] if vectors else False,
             prefetch=prefetch,
             query=branch.query,
             using=SPARSE_VECTOR if branch.sparse else None,
