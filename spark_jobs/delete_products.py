@@ -73,20 +73,20 @@ def delete_ids(spark: SparkSession, table_path: str, ids: list[int]) -> DeleteRe
     now = time.time_ns() // 1_000_000
     # Under EVENT_TIME_ORDERING a delete whose ts is older than the stored row's can lose
     # the merge, so each delete carries max(stored ts, now).
+    # localCheckpoint, not persist(): count() on a persisted frame holds its cache entry's
+    # lock while Hudi plans the scan, and a Hudi planning step that unpersists (data
+    # skipping) waits on every cache entry's lock: a deadlock (docs/troubleshooting.md).
     present = (
         read_snapshot(spark, table_path)
         .join(id_frame, "id", "inner")
         .withColumn("ts", F.greatest(F.col("ts"), F.lit(now)))
         .select(*COLUMN_NAMES)
-        .persist()
+        .localCheckpoint(eager=True)
     )
-    try:
-        deleted = present.count()
-        if deleted:
-            logger.info("deleting %d of %d ids from %s", deleted, len(wanted), table_path)
-            write(present, table_path, props, "delete")
-    finally:
-        present.unpersist()
+    deleted = present.count()
+    if deleted:
+        logger.info("deleting %d of %d ids from %s", deleted, len(wanted), table_path)
+        write(present, table_path, props, "delete")
     return DeleteResult(len(wanted), deleted, len(wanted) - deleted, time.monotonic() - started)
 
 

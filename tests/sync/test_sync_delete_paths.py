@@ -3,8 +3,8 @@ cycle, and the mirror is exact (Spark SQL's ids == the store's ids, 0/0/0).
 
 Table history (live Spark, COW, written with the aged settings of tests/hudi_writes.py):
 three upserts of 6 products each (ids 1..18, every name distinct), then one removal per
-test, in this order: a datasource `delete` write, what spark_jobs' delete_products
-commits (DELETE), Spark SQL DELETE FROM (DELETE),
+test, in this order: a datasource `delete` write (DELETE), the `spark_jobs.delete_products`
+job through its CLI entry point in this same session (DELETE), Spark SQL DELETE FROM (DELETE),
 MERGE INTO ... WHEN MATCHED THEN DELETE (UPSERT with numDeletes 1), an upsert batch that
 edits product 1 and deletes another by `_hoodie_is_deleted` (UPSERT, numDeletes 1), and
 INSERT OVERWRITE of every row but one (replacecommit, INSERT_OVERWRITE_TABLE). The two
@@ -13,6 +13,8 @@ UPSERT paths are the ones an operationType check alone never sees.
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,7 @@ from fastapi.testclient import TestClient
 from app.core.config import Settings
 from app.main import create_app
 from app.sync.verify import mirror_verify
+from spark_jobs import delete_products
 from spark_jobs.create_table import create_table
 from tests.hudi_writes import (
     datasource_delete,
@@ -37,6 +40,7 @@ from tests.hudi_writes import (
 from tests.synctools import product
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+REMOVAL_TIMEOUT_S = 180  # one removal and one cycle take 5-15 s on the shared 2-core box
 
 NAMES = [
     "Glacier carbon kayak paddle",
@@ -73,13 +77,26 @@ def _marker(spark: Any, path: str, pid: int) -> None:
     marker_delete(spark, path, pid, edit)
 
 
+def _delete_job(spark: Any, path: str, pid: int) -> None:
+    """`python -m spark_jobs.delete_products --id PID` in-process: main() takes the shared
+    session as the active one (get_spark), the way it takes spark-submit's."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = delete_products.main(["--table-path", path, "--id", str(pid)])
+    assert (code, out.getvalue().splitlines()) == (
+        0,
+        ["requested 1", "deleted 1", "not_found 0"],
+    )
+
+
 # path name -> (victim id, how Spark removes it, whether the commit is an UPSERT)
 PATHS: dict[str, tuple[int, Callable[[Any, str, int], Any], bool]] = {
     "datasource_delete": (2, datasource_delete, False),
-    "sql_delete_from": (3, sql_delete, False),
-    "merge_into_then_delete": (4, merge_delete, True),
-    "hoodie_is_deleted_marker": (5, _marker, True),
-    "insert_overwrite": (6, insert_overwrite_without, False),
+    "delete_products_job": (3, _delete_job, False),
+    "sql_delete_from": (4, sql_delete, False),
+    "merge_into_then_delete": (5, merge_delete, True),
+    "hoodie_is_deleted_marker": (6, _marker, True),
+    "insert_overwrite": (7, insert_overwrite_without, False),
 }
 
 
@@ -93,9 +110,6 @@ class Service:
 
 @pytest.fixture(scope="module")
 def service(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    # spark_jobs' delete_ids is not called here: on these tables its persist().count()
-    # waited forever (no task running) three times out of three, with and without AQE,
-    # so the DELETE path is written as the same datasource `delete` (datasource_delete).
     table = str(tmp_path_factory.mktemp("delete-paths") / "products")
     create_table(spark, table)
     for first in (1, 7, 13):
@@ -131,6 +145,9 @@ def recommended_ids(client: TestClient, query: str) -> list[int]:
     return [p["id"] for p in response.json()["products"]]
 
 
+# A removal that deadlocks the JVM (delete_products' cached count once did) would wait
+# forever: past this bound the run stops with every thread's stack instead.
+@pytest.mark.timeout(REMOVAL_TIMEOUT_S, method="thread", func_only=True)
 @pytest.mark.parametrize("path_name", list(PATHS))
 def test_a_removed_product_is_gone_from_recommend_after_one_cycle(
     service: Service, spark: Any, path_name: str
