@@ -319,9 +319,18 @@ def test_a_budget_in_words_shows_a_chip_and_removing_it_searches_without_it(
     assert chip.get_attribute("data-source") == "query"
     assert json.loads(sent[0].post_data or "") == {"query": "running shoes under $100"}
     names = card_names(page)
-    assert names[0] == BUDGET_SHOES["name"] and SHOES not in names
-    assert all(PRICES[n] <= 100 for n in names)
-    expect(page.locator("#nearest")).to_be_hidden()
+    assert names[0] == BUDGET_SHOES["name"]
+    # The one shoe that fits, then the closest shoes above the budget, each marked.
+    cards = page.locator(".products .card")
+    for i, name in enumerate(names):
+        marked = cards.nth(i).locator(".pill--outside").count() == 1
+        assert marked == (PRICES[name] > 100), name
+        assert "Running Shoes" in name
+    expect(page.locator("#nearest")).to_be_visible()
+    fit = sum(PRICES[n] <= 100 for n in names)
+    expect(page.locator("#nearest")).to_contain_text(
+        f"Only {fit} product{'s' if fit > 1 else ''} match{'' if fit > 1 else 'es'} ≤ $100"
+    )
     screenshot(page, "web_filter_chip.png")
 
     with page.expect_response("**/recommend"):
