@@ -1,44 +1,18 @@
 """VectorStore on qdrant-edge: the Qdrant engine embedded in this process, on disk.
 
-One folder is one shard (= one collection). Every update is appended to the engine's
-write-ahead log before it is applied, so an acknowledged write survives a killed process
-(see "Durability" below); `flush()` (fsync of the WAL and every segment) runs every
-FLUSH_AFTER_POINTS points or FLUSH_AFTER_SECONDS, not after each call. The sync
-checkpoint is a JSON file in the same folder, written only after a flush: it is never
-ahead of the vectors it describes.
+One folder is one shard (= one collection). Every update goes to the engine's
+write-ahead log before it is applied, so an acknowledged write survives a killed process;
+`flush()` (fsync) runs every FLUSH_AFTER_POINTS points or FLUSH_AFTER_SECONDS, which bounds
+what an OS crash can lose and how much WAL a reopen replays. The sync checkpoint is a JSON
+file in the same folder, written only after a flush, so it is never ahead of the vectors:
+after a crash the next cycle re-reads its window and rewrites what is missing (content
+keys make that idempotent). Why this holds, and what it costs:
+docs/decisions/embedded-vector-engine.md#durability.
 
-Durability, and why a flush per call is not needed (qdrant-edge-py 0.9.0, checked by
-tests/store/test_edge_durability.py and tests/sync/test_sync_kill.py):
-- `EdgeShard.update` writes the operation to the WAL, then applies it to the in-memory
-  segments; the WAL's files are memory-mapped. A killed process (SIGKILL, OOM, a panic)
-  leaves those pages in the kernel's page cache, which writes them back whether or not
-  the process lives, and `EdgeShard.load` replays every WAL entry newer than what the
-  segments persisted. So after `kill -9` the shard reopens holding every acknowledged
-  write, flushed or not (upserts, payload updates and deletes alike).
-- An OS crash or power loss loses what was not fsynced: the writes since the last flush,
-  a suffix of them (the WAL is replayed in order up to its first bad entry). The mirror
-  invariant holds anyway: `save_state` flushes before it writes the checkpoint, so a
-  checkpoint on disk never claims more than the fsynced shard holds, and the next cycle
-  re-reads the window (checkpoint, end] and rewrites what is missing (chunk ids are keyed
-  by content: replaying writes is idempotent). A flush per call only narrowed that window
-  to one call; nothing relies on it.
-- Flushing anyway every FLUSH_AFTER_POINTS / FLUSH_AFTER_SECONDS bounds what an unflushed
-  WAL costs: the WAL is truncated only by a flush (~3.4 KB per 384-d point with a
-  400-character text, replayed at ~14k points/s on load, measured on this 2-core box),
-  and a bootstrap cut by an OS crash after hours loses at most that much of its work.
-
-The engine builds no HNSW index by itself: `optimize()` does, and takes minutes at 100k
-points. Until then search is exact (a few ms at 100k), which is correct, just slower.
-The sync calls it every 100k points it writes (engine.ROLL_AFTER_POINTS), because until a
-segment is indexed the engine keeps its BM25 index, id tracker and payload indexes on the
-heap (~1.1 KB per point); an indexed segment keeps all of them memory-mapped (`memory=cold`
-below) and is never merged again (SEGMENT_POINTS). 1M products: 10 indexed segments.
-
-Dense vectors are stored `memory=cold`: memory-mapped and read on demand, not read into
-the page cache and mapped whole when the shard opens (the engine's default, `cached`:
-1.5 GB resident at 1M chunks in every process that opens the shard, even one that reads
-no vector). A shard created with the old default is switched when it is opened (see
-`_open_shard`).
+The engine builds no HNSW index by itself: `optimize()` does (the sync calls it every
+engine.ROLL_AFTER_POINTS it writes, so segments become memory-mapped instead of
+heap-resident). Dense vectors are stored `memory=cold` (read on demand, not mapped whole
+into every process that opens the shard); an older shard is switched in `_open_shard`.
 """
 
 from __future__ import annotations
