@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     fusion_lexical_weight: float = Field(0.4, ge=0, le=10)
     # Relevance fusion's pseudo-relevance feedback: the dense query moved this far towards
     # its FEEDBACK_PRODUCTS best products and searched again (0 = off).
-    feedback_weight: float = Field(0.5, ge=0, le=10)
+    feedback_weight: float = Field(0.0, ge=0, le=10)
     feedback_products: int = Field(5, ge=1, le=50)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, ParamSpec, TypeVar
 import numpy as np
 
 from app.store.base import (
+    COUNT_FIELD,
     GROUP_FIELD,
     INDEXED_FIELDS,
     ChunkPoint,
@@ -51,6 +52,8 @@ P = ParamSpec("P")
 # engine (one WAL op each). Scrolls: payload only, no vectors, so pages can be larger.
 UPSERT_BATCH = 512
 SCROLL_BATCH = 2048
+# The payload fields a search reads when it needs no text: grouping and group sizes.
+KEY_FIELDS = [GROUP_FIELD, COUNT_FIELD]
 # Chunks assumed for a product stored without its chunk count (before the field existed).
 UNKNOWN_CHUNK_COUNT = 16
 # How many of a product's own chunk vectors seed a "similar products" recommend query.
@@ -286,8 +289,13 @@ class StoreCore(ABC):
         depth = relevance_depth(limit, chunks_per_product)
         cosine = Branch(self._dense_query(vector))  # no floor per branch: it cuts the fusion
         feedback = spec.feedback_weight > 0
+        # BM25 hits and the cosine of BM25-only candidates need no text: only the final
+        # products' chunks are read whole (`_with_text`).
         dense_points, lexical_points = self._query_batch(
-            [self._request(depth, cosine, f, vectors=feedback), self._request(depth, lexical, f)]
+            [
+                self._request(depth, cosine, f, vectors=feedback),
+                self._request(depth, lexical, f, payload=KEY_FIELDS),
+            ]
         )
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         by_cosine = group_hits(
@@ -296,8 +304,8 @@ class StoreCore(ABC):
         if feedback and by_cosine:
             first = fuse_products(by_cosine, by_words, spec.lexical_weight)
             best_chunks = {h.chunks[0].id for h in first[: spec.feedback_products]}
-            found = [dense_vector(p) for p in dense_points if str(p.id) in best_chunks]
-            moved = feedback_query(vector, [v for v in found if v is not None], spec)
+            seeds = [dense_vector(p) for p in dense_points if str(p.id) in best_chunks]
+            moved = feedback_query(vector, [v for v in seeds if v is not None], spec)
             cosine = Branch(self._dense_query(moved))
             by_cosine = group_hits(
                 map(stored_hit, self._query(self._request(depth, cosine, f))),
@@ -310,13 +318,34 @@ class StoreCore(ABC):
             # One request holding every chunk of those products: each one's best is exact.
             ids = [h.product_id for h in missing]
             every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in missing)
-            points = self._query(
-                self._request(every_chunk, cosine, self._build_filter(flt, products=ids))
-            )
+            only = self._build_filter(flt, products=ids)
+            points = self._query(self._request(every_chunk, cosine, only, payload=KEY_FIELDS))
             by_cosine += group_hits(
                 map(stored_hit, points), limit=len(ids), chunks_per_product=chunks_per_product
             )
-        return fuse_products(by_cosine, by_words, spec.lexical_weight)[:limit]
+        best = fuse_products(by_cosine, by_words, spec.lexical_weight)[:limit]
+        return self._with_text(best, cosine, flt, chunks_per_product)
+
+    def _with_text(
+        self, hits: list[ProductHit], cosine: Branch, flt: SearchFilter | None, per_product: int
+    ) -> list[ProductHit]:
+        """The products whose chunks were read without their text, read again whole (one
+        request; the same query, so the same chunks in the same order)."""
+        bare = [h for h in hits if "text" not in h.chunks[0].payload]
+        if not bare:
+            return hits
+        ids = [h.product_id for h in bare]
+        every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in bare)
+        points = self._query(
+            self._request(every_chunk, cosine, self._build_filter(flt, products=ids))
+        )
+        whole = {
+            h.product_id: h.chunks
+            for h in group_hits(
+                map(stored_hit, points), limit=len(ids), chunks_per_product=per_product
+            )
+        }
+        return [ProductHit(h.product_id, h.score, whole.get(h.product_id, h.chunks)) for h in hits]
 
     def similar_products(
         self,
@@ -405,8 +434,10 @@ class StoreCore(ABC):
         prefetch: list[Any] | None = None,
         *,
         vectors: bool = False,
+        payload: bool | list[str] = True,
     ) -> Any:
-        """A query request for `n` points with their payload (and dense vector if asked)."""
+        """A query request for `n` points with their payload (or the named fields of it),
+        and their dense vector if asked."""
 
     # --- engine hooks: calls ------------------------------------------------------------
     @abstractmethod

@@ -312,6 +312,7 @@ class EdgeStore(StoreCore):
         prefetch: list[Any] | None = None,
         *,
         vectors: bool = False,
+        payload: bool | list[str] = True,
     ) -> qe.QueryRequest:
         extra: dict[str, Any] = {}
         if vectors:
@@ -320,7 +321,12 @@ class EdgeStore(StoreCore):
             extra["prefetches"] = prefetch
         if branch.score_threshold is not None:
             extra["score_threshold"] = branch.score_threshold
-        return qe.QueryRequest(limit=n, query=branch.query, filter=flt, with_payload=True, **extra)
+        with_payload: Any = (
+            qe.PayloadSelector.Include(payload) if isinstance(payload, list) else payload
+        )
+        return qe.QueryRequest(
+            limit=n, query=branch.query, filter=flt, with_payload=with_payload, **extra
+        )
 
     # --- engine calls -----------------------------------------------------------------
     def _scroll_page(

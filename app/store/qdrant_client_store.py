@@ -204,6 +204,7 @@ class QdrantClientStore(StoreCore):
         prefetch: list[Any] | None = None,
         *,
         vectors: bool = False,
+        payload: bool | list[str] = True,
     ) -> models.QueryRequest:
         return models.QueryRequest(
             with_vector=[""] if vectors else False,
@@ -213,7 +214,7 @@ class QdrantClientStore(StoreCore):
             filter=flt,
             limit=n,
             score_threshold=branch.score_threshold,
-            with_payload=True,
+            with_payload=payload,
         )
 
     # --- engine calls -----------------------------------------------------------------

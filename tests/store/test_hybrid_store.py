@@ -147,6 +147,12 @@ def test_relevance_fusion_scores_every_product_by_cosine_plus_its_bm25_share(
         expected = _expected_relevance(store, weight, flt)[:10]
         assert _ids(hits) == [p for p, _ in expected], (weight, flt)
         assert [h.score for h in hits] == pytest.approx([v for _, v in expected], abs=1e-5)
+        # Found by BM25 alone or not, every product comes back with its chunks' text.
+        assert all(
+            c.payload["text"] == POINTS[h.product_id].payload["text"]
+            for h in hits
+            for c in h.chunks
+        )
     # With a large weight the BM25 matches lead; the relevance floor cuts the fused score.
     assert set(_ids(_search(store, fusion=FusionSpec(lexical_weight=2.0)))[:9]) == {
         0,
