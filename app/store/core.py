@@ -39,6 +39,7 @@ from app.store.hybrid import (
     FusionSpec,
     SparseVec,
     document_sparse,
+    lexical_depth,
     prefetch_limit,
     relevance_depth,
 )
@@ -294,7 +295,7 @@ class StoreCore(ABC):
         dense_points, lexical_points = self._query_batch(
             [
                 self._request(depth, cosine, f, vectors=feedback),
-                self._request(depth, lexical, f, payload=KEY_FIELDS),
+                self._request(lexical_depth(limit), lexical, f, payload=KEY_FIELDS),
             ]
         )
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)

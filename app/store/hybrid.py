@@ -161,5 +161,11 @@ def prefetch_limit(limit: int) -> int:
 
 
 def relevance_depth(limit: int, chunks_per_product: int) -> int:
-    """Chunks each branch brings to relevance fusion for a page of `limit` products."""
-    return max(limit * chunks_per_product * 2, 64)
+    """Chunks the dense branch brings to relevance fusion for a page of `limit` products."""
+    return max(limit * chunks_per_product * 2, 32)
+
+
+def lexical_depth(limit: int) -> int:
+    """Chunks the BM25 branch brings: a product far down its list adds little to a cosine,
+    and every one the dense branch lacks costs a cosine read."""
+    return max(limit * 4, 16)
