@@ -69,6 +69,12 @@ class PriceParser:
         ):
             return None  # "2 and 100" without "between" is a list, not a range
         currency = b.currency or a.currency
+        # Two bare numbers joined by a plain hyphen are a size, a fraction or a model number
+        # on real catalogs ("single hung 32-46", "1-5/8 drywall screws", "000-767-816"):
+        # such a range is a price only with a currency or a word that opens a range.
+        # Typed prose ("kettle 50–100", "50 to 100") keeps its reading.
+        if currency is None and opener is None and joiner.group(0).strip() == "-":
+            return None
         if currency is None and self.amounts.is_bare_non_price(text, b, start):
             return None
         return PriceMatch(a.value, b.value, currency, start, b.end, "range", ((start, b.end),))

@@ -196,3 +196,19 @@ def test_parse_accuracy_on_the_labelled_set() -> None:
     # Measured: 73/74; the miss is "something for the garden under 25" (a place, not
     # read as the garden category on purpose).
     assert len(misses) <= 1, misses
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "double hung window 30-52",
+        "1-1/4 deck screws",
+        "whirlpool dryer part 000-123-456",
+        "3-5/16 eye bolt",
+        "3/8 in. x 2-1/2 in. lag bolt",
+        "hinge model 120-340",
+    ],
+)
+def test_numbers_joined_by_a_hyphen_on_a_hardware_catalog_are_no_price(query: str) -> None:
+    # Sizes, fractions and part numbers: a wrong price filter would hide the right product.
+    assert parse(query) == {}
