@@ -1,0 +1,81 @@
+"""A real Qdrant server for the server tier of the tests, found through the environment.
+
+`QDRANT_TEST_URL` names a running server; otherwise `QDRANT_SERVER_BIN` names a `qdrant`
+binary, started once per test session on free loopback ports with its storage in a
+temporary folder (`.ci/run` points it at the team's tools when they exist). With neither,
+the server tests are skipped, and the reason says so in the summary.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+STARTUP_SECONDS = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes] | None) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"qdrant exited with {proc.returncode} before it was ready")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"qdrant at {url} not ready after {STARTUP_SECONDS:.0f} s")
+
+
+@pytest.fixture(scope="session")
+def qdrant_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a real Qdrant server (skips the test when none is configured)."""
+    url = os.environ.get("QDRANT_TEST_URL")
+    if url:
+        _wait_ready(url, None)
+        yield url
+        return
+    binary = os.environ.get("QDRANT_SERVER_BIN")
+    if not binary or not Path(binary).exists():
+        pytest.skip(
+            "server tier NOT RUN: set QDRANT_SERVER_BIN (a qdrant binary) or QDRANT_TEST_URL"
+        )
+    folder = tmp_path_factory.mktemp("qdrant-server")
+    http, grpc = _free_port(), _free_port()
+    env = {
+        **os.environ,
+        "QDRANT__STORAGE__STORAGE_PATH": str(folder / "storage"),
+        "QDRANT__STORAGE__SNAPSHOTS_PATH": str(folder / "snapshots"),
+        "QDRANT__SERVICE__HTTP_PORT": str(http),
+        "QDRANT__SERVICE__GRPC_PORT": str(grpc),
+        "QDRANT__SERVICE__HOST": "127.0.0.1",
+        "QDRANT__TELEMETRY_DISABLED": "true",
+    }
+    log = (folder / "qdrant.log").open("wb")
+    proc = subprocess.Popen([binary], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{http}"
+    try:
+        _wait_ready(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
