@@ -42,8 +42,10 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes] | None) -> None:
     raise RuntimeError(f"qdrant at {url} not ready after {STARTUP_SECONDS:.0f} s")
 
 
-@pytest.fixture(scope="session")
-def qdrant_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+# Imported by the test modules that need it (the name differs from the fixture's, as in
+# tests/demo_index.py, so the import does not trip ruff's F811).
+@pytest.fixture(scope="session", name="qdrant_server")
+def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a real Qdrant server (skips the test when none is configured)."""
     url = os.environ.get("QDRANT_TEST_URL")
     if url:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from app.core.config import Settings
 from app.store.base import (
@@ -40,6 +41,35 @@ __all__ = [
 ]
 
 
+# Qdrant server versions this service is tested against (the store contract tests run on a
+# 1.18.3 server); qdrant-client 1.20's calls all exist from 1.18 on.
+SUPPORTED_SERVER_VERSIONS = ((1, 18), (1, 20))
+
+
+def check_server_version(client: Any) -> tuple[int, int] | None:
+    """Warn when the server's version is outside SUPPORTED_SERVER_VERSIONS; the (major,
+    minor) found, or None when the server did not answer (it may still be starting: the
+    first real call reports that)."""
+    try:
+        raw = str(client.info().version)
+    except Exception as e:  # unreachable now is not an error yet
+        logger.info("Qdrant server version not read (%s); checked on no later call", e)
+        return None
+    major, minor = (int(p) for p in raw.split(".")[:2])
+    low, high = SUPPORTED_SERVER_VERSIONS
+    if not low <= (major, minor) <= high:
+        logger.warning(
+            "Qdrant server %s is outside the versions this service is tested with "
+            "(%d.%d to %d.%d.x); searches or the checkpoint may fail",
+            raw,
+            *low,
+            *high,
+        )
+    else:
+        logger.info("Qdrant server %s", raw)
+    return major, minor
+
+
 def open_store(settings: Settings) -> VectorStore:
     """Open the store the settings point at (see the module docstring for the routing).
 
@@ -58,9 +88,14 @@ def open_store(settings: Settings) -> VectorStore:
         try:
             if remote:
                 key = settings.qdrant_api_key
+                # Our own version check (check_server_version) replaces the client's, which
+                # warns about any server more than one minor version from the client.
                 client = QdrantClient(
-                    url=settings.qdrant_url, api_key=key.get_secret_value() if key else None
+                    url=settings.qdrant_url,
+                    api_key=key.get_secret_value() if key else None,
+                    check_compatibility=False,
                 )
+                check_server_version(client)
             else:
                 client = QdrantClient(location=":memory:")
         except Exception as e:

@@ -33,7 +33,7 @@ from app.store import (
     open_store,
 )
 from app.store.edge_store import EdgeStore
-from tests.qdrant_server import qdrant_server  # noqa: F401 (a fixture)
+from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
 from tests.store.sample_points import CATEGORIES, DIM, DOMINANT, make_points, point
 
 POINTS = make_points()
@@ -424,3 +424,28 @@ def test_engines_agree_on_every_call(
         store.upsert([new_7])
     assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
     assert _compare_searches(oracle, [memory, edge], seed=2) == 100
+
+
+def test_the_server_version_is_checked_by_us_not_by_the_client(
+    qdrant_server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from qdrant_client import QdrantClient
+
+    from app.store import SUPPORTED_SERVER_VERSIONS, check_server_version
+
+    client = QdrantClient(url=qdrant_server, check_compatibility=False)
+    with caplog.at_level("INFO", logger="app.store"):
+        found = check_server_version(client)
+    assert found is not None
+    low, high = SUPPORTED_SERVER_VERSIONS
+    assert low <= found <= high  # the server the suite runs on is a supported one
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+    class Newer:
+        def info(self) -> Any:
+            return type("Info", (), {"version": "2.0.1"})()
+
+    caplog.clear()
+    with caplog.at_level("INFO", logger="app.store"):
+        assert check_server_version(Newer()) == (2, 0)
+    assert "outside the versions this service is tested with" in caplog.text
