@@ -1,9 +1,11 @@
 """The store contract: every operation, on each engine, with exact answers; and the
 engines' congruence, where the same calls must give the same answers.
 
-Engines: qdrant-client's local mode in memory (`:memory:`) and the embedded qdrant-edge
-engine on disk (a shard under tmp_path); the congruence test adds qdrant-client with its
-own group-by as the reference for grouped search. Data: tests/store/sample_points.py
+Engines: qdrant-client's local mode in memory (`:memory:`), the embedded qdrant-edge
+engine on disk (a shard under tmp_path), and a real Qdrant server when the environment
+names one (tests/qdrant_server.py; a collection per test). The congruence test adds
+qdrant-client's local group-by as the reference for grouped search, and the server (which
+groups inside the engine) when there is one. Data: tests/store/sample_points.py
 (140 chunks: products 0..39 with 1-4 chunks, product 99 with 40 clustered ones).
 The edge engine's own durability (WAL, kill, locking, reopen): test_edge_durability.py.
 """
@@ -387,43 +389,69 @@ def _compare_searches(reference: VectorStore, others: Sequence[VectorStore], see
     return compared
 
 
+def _server_if_any(request: pytest.FixtureRequest, tmp_path: Path) -> VectorStore | None:
+    """A store on the session's Qdrant server, or None when no server is configured (the
+    server tier's skip is reported by the per-engine tests)."""
+    try:
+        url = request.getfixturevalue("qdrant_server")
+    except pytest.skip.Exception:
+        return None
+    return _open("server", tmp_path, url)
+
+
 def test_engines_agree_on_every_call(
-    oracle: VectorStore, both: tuple[VectorStore, VectorStore]
+    oracle: VectorStore,
+    both: tuple[VectorStore, VectorStore],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
 ) -> None:
-    # The oracle groups with qdrant-client's query_points_groups; the other two
-    # over-fetch and group in Python (app.store.grouping) against different engines.
+    # The oracle groups with qdrant-client's query_points_groups in local mode; a server
+    # groups inside the engine; the other two over-fetch and group in Python
+    # (app.store.grouping) against different engines.
     memory, edge = both
-    stores = (oracle, memory, edge)
-    for store in stores:
-        store.ensure_collection(DIM)
-        store.upsert(POINTS)
-    assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
-    chunks = [sorted(c.id for c in s.chunks_for_products([3, 7, 12, 1000])) for s in stores]
-    assert chunks[0] == chunks[1] == chunks[2]
-    for store in stores:
-        dominant_hits = store.search_products(
-            np.ones(DIM), limit=4, chunks_per_product=1, score_threshold=None, flt=None
-        )
-        assert dominant_hits[0].product_id == DOMINANT and len(dominant_hits) == 4
-    assert _compare_searches(oracle, [memory, edge], seed=1) == 5 * 5 * 4
+    server = _server_if_any(request, tmp_path)
+    stores = [oracle, memory, edge, *([server] if server is not None else [])]
+    others = stores[1:]
 
-    ids_3 = [c.id for c in edge.chunks_for_products([3])]
-    for store in stores:
-        store.set_payloads([PayloadUpdate(ids_3, {"price": 9.5, "ts": 1})])
-    assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
+    def agree() -> None:
+        first = _snapshot(oracle)
+        assert all(_snapshot(s) == first for s in others)
 
-    for store in stores:
-        store.delete_products([5, 6, DOMINANT])
-        store.delete([ids_3[0], str(uuid.uuid4())])
-    assert oracle.count() == memory.count() == edge.count()
-    assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
+    try:
+        for store in stores:
+            store.ensure_collection(DIM)
+            store.upsert(POINTS)
+        agree()
+        chunks = [sorted(c.id for c in s.chunks_for_products([3, 7, 12, 1000])) for s in stores]
+        assert all(c == chunks[0] for c in chunks)
+        for store in stores:
+            dominant_hits = store.search_products(
+                np.ones(DIM), limit=4, chunks_per_product=1, score_threshold=None, flt=None
+            )
+            assert dominant_hits[0].product_id == DOMINANT and len(dominant_hits) == 4
+        assert _compare_searches(oracle, others, seed=1) == 5 * 5 * 4
 
-    new_7 = point(7, 0, np.random.default_rng(3).normal(size=DIM), category="kitchen", price=12.0)
-    for store in stores:
-        store.delete([c.id for c in store.chunks_for_products([7])])
-        store.upsert([new_7])
-    assert _snapshot(oracle) == _snapshot(memory) == _snapshot(edge)
-    assert _compare_searches(oracle, [memory, edge], seed=2) == 100
+        ids_3 = [c.id for c in edge.chunks_for_products([3])]
+        for store in stores:
+            store.set_payloads([PayloadUpdate(ids_3, {"price": 9.5, "ts": 1})])
+        agree()
+
+        for store in stores:
+            store.delete_products([5, 6, DOMINANT])
+            store.delete([ids_3[0], str(uuid.uuid4())])
+        assert len({s.count() for s in stores}) == 1
+        agree()
+
+        rng = np.random.default_rng(3)
+        new_7 = point(7, 0, rng.normal(size=DIM), category="kitchen", price=12.0)
+        for store in stores:
+            store.delete([c.id for c in store.chunks_for_products([7])])
+            store.upsert([new_7])
+        agree()
+        assert _compare_searches(oracle, others, seed=2) == 100
+    finally:
+        if server is not None:
+            server.close()
 
 
 def test_the_server_version_is_checked_by_us_not_by_the_client(
