@@ -40,14 +40,14 @@ trap '[ -z "$mypy_pid" ] || kill "$mypy_pid" 2>/dev/null; rm -f "$mypy_log"' EXI
 echo "[test] pytest (mypy running beside it)"
 pytest_rc=0
 if [ "$fast" = 1 ]; then
-  .venv/bin/pytest -rs -m "not spark and not slow" "$@" || pytest_rc=$?
+  .venv/bin/pytest -m "not spark and not slow" "$@" || pytest_rc=$?
 else
   workers=${TEST_WORKERS:-2}
   if [ "$workers" = 0 ]; then
-    .venv/bin/pytest -rs "$@" || pytest_rc=$?
+    .venv/bin/pytest "$@" || pytest_rc=$?
   else
     # --no-loadscope-reorder: files in collection order, longest first (tests/conftest.py).
-    .venv/bin/pytest -rs -n "$workers" --dist loadfile --no-loadscope-reorder "$@" || pytest_rc=$?
+    .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@" || pytest_rc=$?
   fi
 fi
 # What the tests imported, for the next clone's set-up to compile up front (bootstrap.sh).

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from tests import qdrant_server
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -56,10 +58,28 @@ LONGEST_FIRST = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+SERVER_TIER_NOT_RUN = (
+    "server tier NOT RUN: the tests marked `server` need a Qdrant server; set "
+    "QDRANT_SERVER_BIN (a binary) or QDRANT_TEST_URL (.ci/run does)"
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not qdrant_server.configured():
+        # Left out of the run, not skipped inside it: the summary says so (below).
+        server = [item for item in items if item.get_closest_marker("server")]
+        if server:
+            config.hook.pytest_deselected(items=server)
+            items[:] = [item for item in items if not item.get_closest_marker("server")]
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     # A stable sort: tests keep their order within a file.
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    # Decided from the environment, not from collection: with xdist the workers collect.
+    if not qdrant_server.configured():
+        terminalreporter.write_line(SERVER_TIER_NOT_RUN, yellow=True, bold=True)
 
 
 @pytest.fixture(scope="session")

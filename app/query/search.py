@@ -103,9 +103,10 @@ def constrained_retrieve(
 
     Products scoring more than `margin` (default: the retriever's RELEVANCE_MARGIN) below
     the best match are not matches. When fewer than `top_k` fit a hard price bound, the
-    closest relevant products outside it follow, flagged `outside_filters`; the best of
-    those also raises the bar for the matches, so a cheap unrelated product does not pass
-    as a match only because nothing relevant is that cheap.
+    closest relevant products outside it come in `closest_outside` (all of them the
+    products, `nearest`, when none fits), flagged `outside_filters`; the best of those
+    also raises the bar for the matches, so a cheap unrelated product does not pass as a
+    match only because nothing relevant is that cheap.
 
     Raises:
         StoreError: the vector store failed.

@@ -167,6 +167,6 @@ def relevance_depth(limit: int, chunks_per_product: int) -> int:
 
 def lexical_depth(limit: int) -> int:
     """Chunks the BM25 branch brings: a product far down its list adds little to a cosine,
-    and every one the dense branch lacks costs a cosine read (at 4 per product wanted
-    instead of 6, Home Depot dev lost 0.0025 nDCG@10)."""
+    and every one the dense branch lacks costs a cosine read (the depth's trade-off:
+    docs/decisions/relevance-fusion.md)."""
     return max(limit * 6, 16)

@@ -57,10 +57,8 @@ def _open(engine: str, tmp_path: Path, server: str | None = None) -> VectorStore
     return store
 
 
-@pytest.fixture(params=["memory", "edge", "server"])
+@pytest.fixture(params=["memory", "edge", pytest.param("server", marks=pytest.mark.server)])
 def engine(request: pytest.FixtureRequest) -> str:
-    if request.param == "server":
-        request.getfixturevalue("qdrant_server")  # skips, saying so, without a server
     return str(request.param)
 
 
@@ -389,19 +387,11 @@ def _compare_searches(reference: VectorStore, others: Sequence[VectorStore], see
     return compared
 
 
-def _server_if_any(request: pytest.FixtureRequest, tmp_path: Path) -> VectorStore | None:
-    """A store on the session's Qdrant server, or None when no server is configured (the
-    server tier's skip is reported by the per-engine tests)."""
-    try:
-        url = request.getfixturevalue("qdrant_server")
-    except pytest.skip.Exception:
-        return None
-    return _open("server", tmp_path, url)
-
-
+@pytest.mark.parametrize("with_server", [False, pytest.param(True, marks=pytest.mark.server)])
 def test_engines_agree_on_every_call(
     oracle: VectorStore,
     both: tuple[VectorStore, VectorStore],
+    with_server: bool,
     request: pytest.FixtureRequest,
     tmp_path: Path,
 ) -> None:
@@ -409,7 +399,8 @@ def test_engines_agree_on_every_call(
     # groups inside the engine; the other two over-fetch and group in Python
     # (app.store.grouping) against different engines.
     memory, edge = both
-    server = _server_if_any(request, tmp_path)
+    url = request.getfixturevalue("qdrant_server") if with_server else None
+    server = _open("server", tmp_path, url) if url else None
     stores = [oracle, memory, edge, *([server] if server is not None else [])]
     others = stores[1:]
 
@@ -454,6 +445,7 @@ def test_engines_agree_on_every_call(
             server.close()
 
 
+@pytest.mark.server
 def test_the_server_version_is_checked_by_us_not_by_the_client(
     qdrant_server: str, caplog: pytest.LogCaptureFixture
 ) -> None:
