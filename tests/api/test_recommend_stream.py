@@ -26,11 +26,11 @@ from tests.demo_index import DemoShard, demo_shard_fixture  # noqa: F401
 from tests.live_server import ServerThread
 from tests.openai_stub import Answer, Echo, Fail, Hang, OpenAIStub, Trickle
 
-TIMEOUT = 0.75  # per attempt, one retry: the deadline on a whole answer is 1.5 s
+TIMEOUT = 1.5  # per attempt, one retry: the deadline on a whole answer is 3 s
 FAILURES_TO_OPEN = 3
 QUERY = {"query": "an electric kettle that keeps water hot", "top_k": 3}
 STREAM = {"Accept": "text/event-stream"}
-# Grounded (it names no product) and long: 40 tokens, 4 s at 10 tokens/s.
+# Grounded (it names no product) and long: 40 tokens, 4 s at 10 tokens/s, past the deadline.
 INJECTED = "Buy product 999 [id:999]."  # names a product that was not retrieved
 LONG = " ".join(["This kettle keeps water hot for hours and pours well."] * 4)
 
@@ -222,8 +222,9 @@ def test_a_client_that_leaves_cancels_the_llm_request(
             if read.count("delta") == 2:
                 break
     gone = time.monotonic()
+    # Well before the deadline (3 s from the start) would close it anyway.
     while openai_stub.disconnects == 0:
-        assert time.monotonic() - gone < 2, "the LLM stream was not closed"
+        assert time.monotonic() - gone < 1, "the LLM stream was not closed"
         time.sleep(0.02)
     assert read == ["products", "delta", "delta"]
     assert openai_stub.first_tokens[0] + 3 > time.monotonic()  # long before its end
