@@ -117,7 +117,7 @@ class OpenAIGenerator:
         task = asyncio.create_task(self._ask_streamed(query, products, pieces.put_nowait))
         streamed = False
         try:
-            while (piece := await pieces.get()) is not None:
+            while (piece := await _joined(pieces)) is not None:
                 streamed = True
                 yield piece
             outcome, text = await task
@@ -281,6 +281,19 @@ class OpenAIGenerator:
         if not finished:
             raise StreamCut("the stream ended before the answer did (no finish_reason)")
         return "".join(text)
+
+
+async def _joined(pieces: asyncio.Queue[str | None]) -> str | None:
+    """The next piece joined with those already waiting (one event for all, when the reader
+    fell behind); None once the stream has ended."""
+    piece = await pieces.get()
+    while piece is not None and not pieces.empty():
+        following = pieces.get_nowait()
+        if following is None:
+            pieces.put_nowait(None)  # the end, for the next call
+            break
+        piece += following
+    return piece
 
 
 class StreamCut(Exception):

@@ -116,7 +116,8 @@ def stream(client: httpx.Client, body: dict[str, Any] = QUERY) -> Streamed:
 def json_answer(client: httpx.Client, body: dict[str, Any] = QUERY) -> dict[str, Any]:
     r = client.post("/recommend", json=body)
     assert r.status_code == 200, r.text
-    return r.json()
+    answer: dict[str, Any] = r.json()
+    return answer
 
 
 def without_replaced(done: dict[str, Any]) -> dict[str, Any]:
