@@ -388,7 +388,7 @@ PARTIAL_ANSWER = """() => {
     const text = document.querySelector("#answer-text").textContent;
     const writing = document.querySelector("#answer").classList.contains("answer--writing");
     const cards = document.querySelectorAll("#products .card").length;
-    return writing && text ? { text, cards } : null;
+    return writing && text.includes("I recommend") ? { text, cards } : null;
 }"""
 
 
@@ -400,7 +400,7 @@ def test_the_answer_streams_in_and_a_follow_up_keeps_the_first_turn_visible(
     sent = recommend_requests(page)
     page.fill("#query", "running shoes under $100")
     page.click("#submit")
-    # Caught while the text is still being written: the cards are already there. Polled
+    # Caught while the LLM's text is still being written: the cards are already there. Polled
     # by timer: earlier tests' pages stay open, and a page in the background gets no
     # animation frames to poll on.
     partial = page.wait_for_function(PARTIAL_ANSWER, polling=50).json_value()
@@ -408,7 +408,9 @@ def test_the_answer_streams_in_and_a_follow_up_keeps_the_first_turn_visible(
     first_answer = page.locator("#answer-text").text_content() or ""
     assert partial["cards"] >= 1
     assert first_answer.startswith(partial["text"]) and len(partial["text"]) < len(first_answer)
-    assert first_answer.startswith("I recommend ") and "[id:" not in first_answer
+    # The price notice, then the LLM's words as they came; the citation became a link.
+    assert first_answer.startswith("Only 1 product matches your request at ≤ $100")
+    assert "I recommend Stridewell" in first_answer and "[id:" not in first_answer
     assert "text/event-stream" in sent[0].headers["accept"]
     chip = page.locator(".filter-chip", has_text="≤ $100")
     expect(chip.locator(".filter-chip__source")).to_have_text("your words")
