@@ -136,13 +136,9 @@ def recommend_response(
 
 
 _STREAMED = {
-    "content": {
-        EVENT_STREAM: {
-            "schema": {"type": "string"},
-            "description": "With `Accept: text/event-stream`: events `products`, `delta`…, "
-            "`done` (docs/http-api.md).",
-        }
-    }
+    "description": "The answer as JSON; with `Accept: text/event-stream`, the events "
+    "`products`, `delta`…, `done` (docs/http-api.md).",
+    "content": {EVENT_STREAM: {"schema": {"type": "string"}}},
 }
 
 
