@@ -22,7 +22,7 @@ NO_MATCH_MESSAGE = (
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Where a finished answer is cut into stream pieces: after each sentence's space.
-_PIECE_END = re.compile(r"(?<=[.!?:;] )")
+_PIECE_END = re.compile(r"(?<=[.!?;] )")
 _WORD = re.compile(r"[a-z0-9]+")
 # Too common to say why a sentence fits the query.
 _STOPWORDS = frozenset(
