@@ -504,7 +504,7 @@ def test_extractive_stream_is_the_answer_in_sentences() -> None:
 
 def test_a_streamed_answer_is_stripped_as_the_whole_one_is(openai_stub: OpenAIStub) -> None:
     text = "  \n I recommend AquaBeat Pro [id:12].  Swim   on. \n"
-    openai_stub.respond(Trickle(1000, Answer(text)))
+    openai_stub.respond(Trickle(100, Answer(text)))
     pieces, answer = stream(openai_stub, PRODUCTS)
     assert openai_stub.requests[0].body["stream"] is True
     whole, _ = generate(openai_stub, PRODUCTS)
