@@ -17,7 +17,8 @@ from app.query.followup import (
     ShownProduct,
     Turn,
 )
-from app.query.types import Constraint
+from app.query.types import Constraint, FilterField
+from app.store import SearchFilter
 
 PARSER = OfflineQueryParser()
 READER = FollowUpReader(PARSER.book)
@@ -145,9 +146,8 @@ def test_a_new_question_starts_fresh() -> None:
 
 def test_the_request_and_this_turn_win_over_what_was_carried() -> None:
     turn = read("in black")
-    from app.store import SearchFilter
-
     plan = plan_filters(turn.parsed, SearchFilter(max_price=70.0), (), "$", turn.carried)
     assert [(f.field, f.value, f.source) for f in plan.applied] == [("max_price", 70.0, "request")]
-    removed = plan_filters(turn.parsed, None, ("max_price",), "$", turn.carried)
+    ignored: tuple[FilterField, ...] = ("max_price",)
+    removed = plan_filters(turn.parsed, None, ignored, "$", turn.carried)
     assert removed.applied == () and removed.search_filter.is_empty
