@@ -231,10 +231,9 @@ class FollowUpReader:
         if words and ref is None:
             like = None  # new words: a text search again
         text = state.search_text
-        if words:
-            text = (
-                f"{text} {words}"[:MAX_SEARCH_TEXT].strip() if len(text) < MAX_SEARCH_TEXT else text
-            )
+        if words and words.lower() not in text.lower():
+            # Past MAX_SEARCH_TEXT the text stops growing (it travels in the token).
+            text = f"{text} {words}"[:MAX_SEARCH_TEXT].strip()
         turn_parsed = ParsedQuery(query, text, (*parsed.constraints, *own), parsed.parser)
         carried = _carried(state.filters, turn_parsed)
         logger.info("follow-up %r: search %r, like %s, %d carried", query, text, like, len(carried))

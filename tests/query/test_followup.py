@@ -75,6 +75,11 @@ def test_in_black_adds_the_words_and_keeps_the_budget() -> None:
     turn = read("in black")
     assert turn.follow_up and turn.parsed.search_text == "running shoes in black"
     assert applied(turn) == [("max_price", 100.0, "conversation")]
+    # Said twice, added once; a long conversation's text stops growing at its cap.
+    again = ConversationState("running shoes in black", LAST.filters, LAST.shown)
+    assert read("and in black?", again).parsed.search_text == "running shoes in black"
+    long = ConversationState("shoes " * 50, LAST.filters, LAST.shown)
+    assert len(read("with laces", long).parsed.search_text) <= 300
 
 
 def test_a_new_budget_replaces_the_old_one() -> None:
