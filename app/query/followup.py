@@ -113,9 +113,7 @@ class _Cuts:
         for start, end in sorted(self.spans):
             if start >= last:
                 kept.append(text[last:start])
-                last = max(last, end)
-            else:
-                last = max(last, end)
+            last = max(last, end)
         kept.append(text[last:])
         return _EDGES.sub("", " ".join(" ".join(kept).split()))
 
