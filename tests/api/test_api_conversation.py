@@ -23,7 +23,7 @@ from app.api.conversation import ConversationCodec
 from app.core.catalog import Product
 from app.core.config import Settings
 from app.embedding import Embedder
-from app.query.followup import ConversationState
+from app.query.followup import ConversationState, ShownProduct
 from tests.demo_index import write_shard
 from tests.live_server import ServerThread
 
@@ -213,6 +213,15 @@ def test_an_expired_token_is_a_422(client: httpx.Client) -> None:
     fresh = codec.issue(ConversationState("running shoes"))
     r = client.post("/search", json={"query": "cheaper", "conversation": fresh})
     assert r.status_code == 200, r.text
+
+
+def test_a_product_gone_since_it_was_shown_falls_back_to_the_text(client: httpx.Client) -> None:
+    codec = ConversationCodec(SECRET.encode(), TTL)
+    state = ConversationState("running shoes", shown=(ShownProduct(404, 50.0),), like=404)
+    answer = ask(client, "cheaper", codec.issue(state))
+    assert answer["products"] and all(
+        "Running Shoes" in p["name"] and p["price"] <= 49.99 for p in answer["products"]
+    )
 
 
 def test_pointing_at_a_product_that_was_not_shown_is_a_422(

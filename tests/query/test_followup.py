@@ -156,3 +156,11 @@ def test_the_request_and_this_turn_win_over_what_was_carried() -> None:
     ignored: tuple[FilterField, ...] = ("max_price",)
     removed = plan_filters(turn.parsed, None, ignored, "$", turn.carried)
     assert removed.applied == () and removed.search_filter.is_empty
+
+
+def test_the_product_searched_by_stays_until_new_words_come() -> None:
+    liked = ConversationState("running shoes", LAST.filters, LAST.shown, like=12)
+    assert read("cheaper", liked).like == 12
+    assert read("not acme", liked).like == 12
+    assert read("in black", liked).like is None
+    assert read("more like the first one", liked).like == 11
