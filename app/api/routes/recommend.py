@@ -2,6 +2,8 @@
 
 Both parse the query first (app/query): constraints written in words become filters,
 explicit `filters` win, and the response lists every filter applied with its source.
+A request carrying an earlier answer's `conversation` is a follow-up of that turn
+(app/query/followup.py); every answer carries its own.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from dataclasses import dataclass
 from fastapi import APIRouter, HTTPException, status
 
 from app.api.admission import RetrievalGate
+from app.api.conversation import ConversationCodec, ConversationError
 from app.api.deps import (
+    ConversationsDep,
     GeneratorDep,
     RetrievalGateDep,
     RetrieverDep,
@@ -29,14 +33,8 @@ from app.api.schemas import (
     SearchResponse,
 )
 from app.core.config import Settings
-from app.query import (
-    FilterPlan,
-    ParsedQuery,
-    QueryUnderstanding,
-    SearchOutcome,
-    constrained_retrieve,
-    plan_filters,
-)
+from app.query import FilterPlan, ParsedQuery, QueryUnderstanding, SearchOutcome, plan_filters
+from app.query.followup import FollowUpError, next_state, retrieve_turn
 from app.retrieval import Retriever
 
 logger = logging.getLogger(__name__)
@@ -53,9 +51,11 @@ class _Searched:
     parsed: ParsedQuery
     plan: FilterPlan
     outcome: SearchOutcome
+    conversation: str
 
     def response_fields(self) -> dict[str, object]:
         return {
+            "conversation": self.conversation,
             "search_text": self.parsed.search_text,
             "query_parser": self.parsed.parser,
             "filters_applied": [FilterApplied.of(f) for f in self.plan.applied],
@@ -71,6 +71,7 @@ async def _search(
     understanding: QueryUnderstanding,
     settings: Settings,
     gate: RetrievalGate,
+    conversations: ConversationCodec,
 ) -> _Searched:
     # Limits that come from settings cannot live in the static request model.
     if len(body.query) > settings.max_query_chars:
@@ -84,17 +85,21 @@ async def _search(
             status.HTTP_422_UNPROCESSABLE_CONTENT,
             f"top_k: must be between 1 and {settings.max_top_k}",
         )
-    parsed = await understanding.parse(body.query)
+    try:
+        state = conversations.read(body.conversation) if body.conversation else None
+        turn = await understanding.follow_up(await understanding.parse(body.query), state)
+    except (ConversationError, FollowUpError) as e:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(e)) from e
     plan = plan_filters(
-        parsed,
+        turn.parsed,
         body.filters.to_search_filter() if body.filters else None,
         body.ignore_parsed,
         understanding.currency_symbol,
+        turn.carried,
     )
-    outcome = await run_retrieval(
-        gate, "retrieval", constrained_retrieve, retriever, parsed.search_text, top_k, plan
-    )
-    return _Searched(parsed, plan, outcome)
+    outcome = await run_retrieval(gate, "retrieval", retrieve_turn, retriever, turn, top_k, plan)
+    conversation = conversations.issue(next_state(turn, plan, outcome))
+    return _Searched(turn.parsed, plan, outcome, conversation)
 
 
 def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
@@ -123,9 +128,10 @@ async def recommend(
     generator: GeneratorDep,
     settings: SettingsDep,
     gate: RetrievalGateDep,
+    conversations: ConversationsDep,
 ) -> RecommendResponse:
     """Recommend products for a plain-language request, with a short written answer."""
-    searched = await _search(body, retriever, understanding, settings, gate)
+    searched = await _search(body, retriever, understanding, settings, gate, conversations)
     answer = await generator.generate(body.query, searched.outcome.offered)
     message = constraint_notice(searched.plan, searched.outcome) + answer.message
     return RecommendResponse(
@@ -145,7 +151,8 @@ async def search(
     understanding: UnderstandingDep,
     settings: SettingsDep,
     gate: RetrievalGateDep,
+    conversations: ConversationsDep,
 ) -> SearchResponse:
     """Retrieval only: the products /recommend would use, without the written answer."""
-    searched = await _search(body, retriever, understanding, settings, gate)
+    searched = await _search(body, retriever, understanding, settings, gate, conversations)
     return SearchResponse(query=body.query, **searched.response_fields())
