@@ -134,6 +134,13 @@ class Settings(BaseSettings):
     # ... and then lets one background probe through per interval.
     llm_breaker_probe_seconds: float = Field(10.0, gt=0)
 
+    # --- conversations (follow-ups; app/api/conversation.py) ---------------------------
+    # The key conversation tokens are signed with: the same on every replica. Unset: one
+    # kept in $DATA_DIR/conversation.key (made on first start).
+    conversation_secret: SecretStr | None = Field(None, min_length=16)
+    # A follow-up must come within this long of the answer it refines.
+    conversation_ttl_seconds: float = Field(1800.0, gt=0)
+
     # --- HTTP ----------------------------------------------------------------------------
     max_query_chars: int = Field(500, ge=1)
     max_body_bytes: int = Field(16_384, ge=256)

@@ -152,7 +152,7 @@ class QdrantClientStore(StoreCore):
     def _match(self, key: str, value: Any) -> models.FieldCondition:
         return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
-    def _match_any(self, key: str, values: list[int]) -> models.FieldCondition:
+    def _match_any(self, key: str, values: list[int] | list[str]) -> models.FieldCondition:
         return models.FieldCondition(key=key, match=models.MatchAny(any=values))
 
     def _range(self, key: str, gte: float | None, lte: float | None) -> models.FieldCondition:

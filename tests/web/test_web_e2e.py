@@ -351,9 +351,10 @@ def test_a_budget_in_words_shows_a_chip_and_removing_it_searches_without_it(
     assert SHOES in card_names(page)
     assert page.input_value("#query") == "running shoes under $100"  # the words are kept
 
-    # A new question is understood afresh.
+    # A new question follows up the answer on screen: its conversation goes back.
     ask(page, "running shoes under $150")
-    assert json.loads(sent[-1].post_data or "") == {"query": "running shoes under $150"}
+    follow_up = json.loads(sent[-1].post_data or "")
+    assert follow_up["query"] == "running shoes under $150" and follow_up["conversation"]
     expect(page.locator(".filter-chip", has_text="≤ $150")).to_be_visible()
 
 
@@ -431,6 +432,12 @@ def test_the_answer_streams_in_and_a_follow_up_keeps_the_first_turn_visible(
     expect(page.locator("#answer-text")).to_contain_text("I recommend ")
     follow_up = json.loads(sent[1].post_data or "")
     assert follow_up["query"] == "running shoes under $150"
-    # `conversation` goes back only when the first answer carried one.
-    assert set(follow_up) <= {"query", "conversation"}
+    assert follow_up["conversation"]  # the first answer's, sent back
     screenshot(page, "web_thread.png")
+
+    # Starting over empties the thread, and the next question is no follow-up.
+    page.get_by_role("button", name="Start a new search").click()
+    expect(page.locator("#thread-section")).to_be_hidden()
+    ask(page, "a lantern for camping")
+    assert json.loads(sent[-1].post_data or "") == {"query": "a lantern for camping"}
+    expect(page.locator("#thread .turn")).to_have_count(0)

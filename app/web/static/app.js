@@ -38,6 +38,7 @@
   const threadSection = $("thread-section");
   const thread = $("thread");
   const turnQuestion = $("turn-question");
+  const newSearch = $("new-search");
   // Where a filter came from, as the chip says it; an unknown source is shown as it is.
   const SOURCE_LABELS = { query: "your words", request: "filters", conversation: "earlier" };
 
@@ -518,6 +519,23 @@
     turnQuestion.textContent = body.query;
     turnQuestion.hidden = false;
     ask(body, current);
+  });
+
+  // Starting over forgets the thread: the next question is not a follow-up.
+  newSearch.addEventListener("click", () => {
+    if (inFlight) inFlight.abort();
+    current = null;
+    thread.replaceChildren();
+    threadSection.hidden = true;
+    turnQuestion.hidden = true;
+    answer.hidden = true;
+    applied.hidden = true;
+    nearest.hidden = true;
+    status.hidden = true;
+    productsHead.hidden = true;
+    productsList.replaceChildren();
+    query.value = "";
+    query.focus();
   });
 
   // Enter sends, Shift+Enter adds a line: what people expect of a search box.
