@@ -167,6 +167,16 @@ class RecommendResponse(SearchResponse):
     )
 
 
+class RecommendStreamDone(RecommendResponse):
+    """The last event of a streamed /recommend: the JSON response, and whether the text
+    streamed before it was replaced by `message` (docs/http-api.md)."""
+
+    text_replaced: bool = Field(
+        description="True when `message` is not the text the `delta` events carried: the "
+        "LLM failed (or its answer failed the grounding check) after text went out."
+    )
+
+
 class ErrorResponse(BaseModel):
     success: Literal[False] = False
     detail: str

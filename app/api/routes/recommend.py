@@ -4,14 +4,17 @@ Both parse the query first (app/query): constraints written in words become filt
 explicit `filters` win, and the response lists every filter applied with its source.
 A request carrying an earlier answer's `conversation` is a follow-up of that turn
 (app/query/followup.py); every answer carries its own.
+/recommend streams its answer (app/api/streaming.py) when the client accepts
+text/event-stream, and answers JSON otherwise.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, Header, HTTPException, Response, status
 
 from app.api.admission import RetrievalGate
 from app.api.conversation import ConversationCodec, ConversationError
@@ -32,7 +35,10 @@ from app.api.schemas import (
     RecommendResponse,
     SearchResponse,
 )
+from app.api.streaming import EVENT_STREAM, event_stream, wants_event_stream
 from app.core.config import Settings
+from app.llm import Recommendation
+from app.llm.extractive import extractive_recommendation
 from app.query import FilterPlan, ParsedQuery, QueryUnderstanding, SearchOutcome, plan_filters
 from app.query.followup import FollowUpError, next_state, retrieve_turn
 from app.retrieval import Retriever
@@ -120,7 +126,28 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     )
 
 
-@router.post("/recommend", response_model=RecommendResponse, responses=_ERRORS)
+def recommend_response(
+    body: RecommendRequest, searched: _Searched, answer: Recommendation
+) -> RecommendResponse:
+    """The /recommend response; also the `done` event of a streamed answer."""
+    return RecommendResponse(
+        query=body.query,
+        message=constraint_notice(searched.plan, searched.outcome) + answer.message,
+        generator=answer.generator,
+        degraded=answer.degraded,
+        degraded_reason=answer.reason,
+        **searched.response_fields(),
+    )
+
+
+_STREAMED = {
+    "description": "The answer as JSON; with `Accept: text/event-stream`, the events "
+    "`products`, `delta`…, `done` (docs/http-api.md).",
+    "content": {EVENT_STREAM: {"schema": {"type": "string"}}},
+}
+
+
+@router.post("/recommend", response_model=RecommendResponse, responses={**_ERRORS, 200: _STREAMED})
 async def recommend(
     body: RecommendRequest,
     retriever: RetrieverDep,
@@ -129,19 +156,22 @@ async def recommend(
     settings: SettingsDep,
     gate: RetrievalGateDep,
     conversations: ConversationsDep,
-) -> RecommendResponse:
+    accept: Annotated[str | None, Header()] = None,
+) -> RecommendResponse | Response:
     """Recommend products for a plain-language request, with a short written answer."""
     searched = await _search(body, retriever, understanding, settings, gate, conversations)
-    answer = await generator.generate(body.query, searched.outcome.offered)
-    message = constraint_notice(searched.plan, searched.outcome) + answer.message
-    return RecommendResponse(
-        query=body.query,
-        message=message,
-        generator=answer.generator,
-        degraded=answer.degraded,
-        degraded_reason=answer.reason,
-        **searched.response_fields(),
-    )
+    offered = searched.outcome.offered
+    if wants_event_stream(accept):
+        return event_stream(
+            SearchResponse(query=body.query, **searched.response_fields()),
+            constraint_notice(searched.plan, searched.outcome),
+            generator.stream(body.query, offered),
+            finish=lambda answer: recommend_response(body, searched, answer),
+            fallback=lambda: extractive_recommendation(
+                body.query, offered, reason="unexpected_error"
+            ),
+        )
+    return recommend_response(body, searched, await generator.generate(body.query, offered))
 
 
 @router.post("/search", response_model=SearchResponse, responses=_ERRORS)
