@@ -26,6 +26,7 @@ from app.embedding import Embedder
 from app.query.followup import ConversationState, ShownProduct
 from tests.demo_index import write_shard
 from tests.live_server import ServerThread
+from tests.openai_stub import OpenAIStub
 
 SECRET = "test-conversation-secret-0123456789"
 TTL = 600.0
@@ -67,9 +68,14 @@ BY_ID = {p.id: p for p in CATALOG}
 
 
 @pytest.fixture(scope="module")
-def client(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+def client(
+    embedder: Embedder, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
+) -> Iterator[httpx.Client]:
     workdir = tmp_path_factory.mktemp("api-conversation")
+    # The answers come from the local LLM server, so a test can read what it was asked.
     settings = Settings(
+        openai_api_key="test",
+        openai_base_url=openai_stub_server.base_url,
         qdrant_path=str(workdir / "qdrant"),
         sync_lock_dir=str(workdir),
         sync_mode="off",
@@ -122,6 +128,17 @@ def test_cheaper_lowers_the_budget_below_what_was_shown(
     lower = [f[1] for f in filters(again) if f[0] == "max_price"]
     assert lower and lower[0] < cap
     assert all(p["price"] <= lower[0] for p in again["products"])
+
+
+def test_the_llm_is_told_what_a_follow_up_refines(
+    client: httpx.Client, first: dict[str, Any], openai_stub: OpenAIStub
+) -> None:
+    answer = ask(client, "cheaper", first["conversation"])
+    assert answer["generator"] == "openai" and not answer["degraded"]
+    asked = openai_stub.requests[-1].message("user")
+    assert "Shopper's request: cheaper (a follow-up; what is searched for now: running shoes)" in (
+        asked
+    )
 
 
 def test_in_black_keeps_the_budget_and_adds_the_colour(

@@ -58,6 +58,14 @@ class _Searched:
     plan: FilterPlan
     outcome: SearchOutcome
     conversation: str
+    follow_up: bool
+
+    def question(self, query: str) -> str:
+        """What the written answer answers: a follow-up's own words ("cheaper") alone would
+        leave the LLM guessing what is being refined."""
+        if not self.follow_up:
+            return query
+        return f"{query} (a follow-up; what is searched for now: {self.parsed.search_text})"
 
     def response_fields(self) -> dict[str, object]:
         return {
@@ -105,7 +113,7 @@ async def _search(
     )
     outcome = await run_retrieval(gate, "retrieval", retrieve_turn, retriever, turn, top_k, plan)
     conversation = conversations.issue(next_state(turn, plan, outcome))
-    return _Searched(turn.parsed, plan, outcome, conversation)
+    return _Searched(turn.parsed, plan, outcome, conversation, turn.follow_up)
 
 
 def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
@@ -161,17 +169,18 @@ async def recommend(
     """Recommend products for a plain-language request, with a short written answer."""
     searched = await _search(body, retriever, understanding, settings, gate, conversations)
     offered = searched.outcome.offered
+    question = searched.question(body.query)
     if wants_event_stream(accept):
         return event_stream(
             SearchResponse(query=body.query, **searched.response_fields()),
             constraint_notice(searched.plan, searched.outcome),
-            generator.stream(body.query, offered),
+            generator.stream(question, offered),
             finish=lambda answer: recommend_response(body, searched, answer),
             fallback=lambda: extractive_recommendation(
-                body.query, offered, reason="unexpected_error"
+                question, offered, reason="unexpected_error"
             ),
         )
-    return recommend_response(body, searched, await generator.generate(body.query, offered))
+    return recommend_response(body, searched, await generator.generate(question, offered))
 
 
 @router.post("/search", response_model=SearchResponse, responses=_ERRORS)
