@@ -6,9 +6,10 @@
 pass it yourself: `spark-submit --jars "$(python -m spark_jobs.rules_jar)" ...`.
 
 `PRODUCT_RULES_JAR` names a jar built elsewhere (the Spark image's, built in its own
-stage). Otherwise the jar is built with `mvn -q -B package` (a JDK 8+ and Maven; ~8 s warm)
-into ~/.cache/hudi-rag-recommender/jars under a name that hashes the module's pom and main
-sources: a changed rule makes a new jar, and clones share one. The rules' unit tests are
+stage). Otherwise the jar is built with `mvn -q -B package` (Maven and a JDK 9+, which
+`--release 8` needs; ~5 s warm) into ~/.cache/hudi-rag-recommender/jars under a name that
+hashes the module's pom and main sources: a changed rule makes a new jar, and clones share
+one. The rules' unit tests are
 `mvn -q -B test` in rules/ (tests/spark_jobs/test_rules_jar.py runs them).
 """
 
@@ -71,7 +72,7 @@ def _build(jar: Path) -> None:
     if mvn is None:
         raise JobError(
             "mvn not found: the product rules are a Maven module (rules/); install Maven "
-            "and a JDK 8+, or set PRODUCT_RULES_JAR to a built jar"
+            "and a JDK 9+, or set PRODUCT_RULES_JAR to a built jar"
         )
     jar.parent.mkdir(parents=True, exist_ok=True)
     # Built in a temporary folder (not rules/target) and renamed into place: test workers
