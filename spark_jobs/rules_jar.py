@@ -9,8 +9,8 @@ pass it yourself: `spark-submit --jars "$(python -m spark_jobs.rules_jar)" ...`.
 stage). Otherwise the jar is built with `mvn -q -B package` (Maven and a JDK 9+, which
 `--release 8` needs; ~5 s warm) into ~/.cache/hudi-rag-recommender/jars under a name that
 hashes the module's pom and main sources: a changed rule makes a new jar, and clones share
-one. The rules' unit tests are
-`mvn -q -B test` in rules/ (tests/spark_jobs/test_rules_jar.py runs them).
+one. The rules' unit tests are `mvn -q -B test` in rules/ (tests/spark_jobs/test_rules_jar.py
+runs them).
 """
 
 from __future__ import annotations
