@@ -48,6 +48,7 @@ LONGEST_FIRST = (
     "tests/api/test_api_input.py",  # 22 s
     "tests/web/test_web_e2e.py",  # 19 s
     "tests/api/test_recommend_stream.py",  # 15 s
+    "tests/spark_jobs/test_rules_jar.py",  # 15 s: Maven (rules/), measured 2026-11-27
     "tests/e2e/test_s3.py",  # 13 s
     "tests/spark_jobs/test_product_validation.py",  # 13 s
     "tests/llm/test_llm.py",  # 11 s

@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     hudi_spark_bundle: str = HUDI_SPARK_BUNDLE
     # A local jar wins over --packages (./test.sh and ./uvicorn.sh fetch it with Maven).
     hudi_spark_jar: str | None = None
+    # The product rules' jar built elsewhere (the Spark image's); default: built from rules/
+    # with Maven on first use (spark_jobs/rules_jar.py).
+    product_rules_jar: str | None = None
     quarantine_dir: str = ""  # default: $DATA_DIR/quarantine
 
     # --- vector store ---------------------------------------------------------------
