@@ -103,5 +103,7 @@ def embedder() -> Embedder:
     return embedder_for(Settings())
 
 
-# The local OpenAI-compatible server (`openai_stub`, `openai_stub_server`) for every module.
+# The local OpenAI-compatible server (`openai_stub`, `openai_stub_server`) and the session's
+# Qdrant server (`qdrant_server`) for every module.
 from tests.openai_stub import openai_stub_fixture, openai_stub_server_fixture  # noqa: E402, F401
+from tests.qdrant_server import qdrant_server_fixture  # noqa: E402, F401
