@@ -195,10 +195,8 @@ class SyncEngine:
                 try:
                     state = self.lease.claim()
                 except LeaseHeldError as e:
-                    self.totals.lease_holder, self.totals.lease_until = (
-                        e.state.holder,
-                        e.state.until,
-                    )
+                    self.totals.lease_holder = e.state.holder  # for /sync/status, readiness
+                    self.totals.lease_until = e.state.until
                     raise
                 self.totals.lease_holder, self.totals.lease_until = state.holder, state.until
             yield
