@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     sync_interval_seconds: float = Field(30.0, ge=0.5)
     # Where the cross-process sync lock lives (share it between syncer containers).
     sync_lock_dir: str = ""  # default: $DATA_DIR
+    # With a Qdrant server: how long a syncer's lease lasts unless renewed (app/sync/lease.py);
+    # a dead syncer is replaced after at most this long. Renewed every third of it.
+    sync_lease_seconds: float = Field(120.0, ge=2)
 
     # --- retrieval ----------------------------------------------------------------------
     vector_search_top_k: int = Field(5, ge=1, le=50)
