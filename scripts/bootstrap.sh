@@ -20,7 +20,7 @@ fi
 want=$(cat pyproject.toml uv.lock | sha256sum | cut -d' ' -f1)
 if [ "$(cat .venv/.synced 2>/dev/null)" != "$want" ]; then
   log "uv sync (first run: ~1-3 min and ~4 GB with torch; seconds with a warm uv cache)"
-  "$uv" sync --locked --extra spark
+  "$uv" sync --locked --extra spark -q
   echo "$want" > .venv/.synced
 fi
 
@@ -28,10 +28,13 @@ fi
 # (~12-20 s each); skipped while data/models' stamp matches the lock and the export code.
 # Not fatal: the service exports at start when this fails.
 stamp=$(cat uv.lock app/embedding/onnx_export.py app/embedding/choice.py | sha256sum)
+out=$(mktemp)
 if ! HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
-  .venv/bin/python -m app.embedding --stamp "${stamp%% *}" >/dev/null; then
+  .venv/bin/python -m app.embedding --stamp "${stamp%% *}" >"$out" 2>&1; then
+  tail -n 20 "$out" >&2
   log "ONNX export failed: the service and the tests will export at start instead"
 fi
+rm -f "$out"
 
 if [ "${1:-}" = "--spark" ]; then
   ./scripts/fetch_jars.sh
