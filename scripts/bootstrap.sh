@@ -26,7 +26,10 @@ fi
 
 # The ONNX exports the service's first start and each test process would otherwise make
 # (~12-20 s each); skipped while data/models' stamp matches the lock and the export code.
-# Not fatal: the service exports at start when this fails.
+# Not fatal: the service exports at start when this fails. It imports most of what the
+# tests and the service do: with bytecode written (our machines set PYTHONDONTWRITEBYTECODE=1;
+# uv installs none), they find torch, transformers and onnx compiled.
+unset PYTHONDONTWRITEBYTECODE
 stamp=$(cat uv.lock app/embedding/onnx_export.py app/embedding/choice.py | sha256sum)
 out=$(mktemp)
 if ! HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
