@@ -8,7 +8,8 @@
 # (BENCHMARKS.md, issue 14).
 # TEST_WORKERS=0 runs in one process (for --pdb, or a box with one core).
 #   ./test.sh --fast [pytest args]   the tier without a JVM, a browser or long end-to-end
-#                                    cases (tests not marked spark/slow): well under a minute.
+#                                    cases (tests not marked spark/slow); its set-up needs
+#                                    no java, javac or mvn either.
 set -euo pipefail
 cd "$(dirname "$0")"
 fast=0
