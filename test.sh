@@ -8,7 +8,8 @@
 # (BENCHMARKS.md, issue 14).
 # TEST_WORKERS=0 runs in one process (for --pdb, or a box with one core).
 #   ./test.sh --fast [pytest args]   the tier without a JVM, a browser or long end-to-end
-#                                    cases (tests not marked spark/slow): well under a minute.
+#                                    cases (tests not marked spark/slow); its set-up needs
+#                                    no java, javac or mvn either.
 set -euo pipefail
 cd "$(dirname "$0")"
 fast=0
@@ -16,7 +17,10 @@ if [ "${1:-}" = "--fast" ]; then
   fast=1
   shift
 fi
-./scripts/bootstrap.sh
+# Bytecode is written (our machines set PYTHONDONTWRITEBYTECODE=1): uv installs none, so
+# otherwise every test process and Spark worker compiled torch and pyspark again.
+unset PYTHONDONTWRITEBYTECODE
+if [ "$fast" = 1 ]; then ./scripts/bootstrap.sh; else ./scripts/bootstrap.sh --spark; fi
 # The browser test drives Debian's Chromium (Playwright's own browser download cannot work
 # here). Installed once; needs root, as CI and the dev machines are.
 if [ "$fast" = 0 ] && [ ! -x /usr/bin/chromium ]; then
@@ -27,14 +31,9 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 echo "[test] ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# mypy runs beside pytest, its report printed after pytest's. Its cache is kept outside the
-# checkout (like ~/.m2's jars), shared by clones: mypy trusts an entry only when the
-# module's content hash matches, so another clone re-checks only what differs (~1 s, where
-# a fresh clone's cold cache cost ~26 CPU s that the tests beside it waited for).
-# What set-up and the tests keep outside the checkout (as scripts/bootstrap.sh).
-shared="${XDG_CACHE_HOME:-$HOME/.cache}/hudi-rag-recommender"
+# mypy runs beside pytest, its report printed after pytest's.
 mypy_log=$(mktemp)
-.venv/bin/mypy --cache-dir "$shared/mypy" >"$mypy_log" 2>&1 &
+.venv/bin/mypy >"$mypy_log" 2>&1 &
 mypy_pid=$!
 trap '[ -z "$mypy_pid" ] || kill "$mypy_pid" 2>/dev/null; rm -f "$mypy_log"' EXIT
 echo "[test] pytest (mypy running beside it)"
@@ -50,9 +49,6 @@ else
     .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@" || pytest_rc=$?
   fi
 fi
-# What the tests imported, for the next clone's set-up to compile up front (bootstrap.sh).
-.venv/bin/python scripts/bytecode_manifest.py \
-  "$shared/bytecode/$(cat .venv/.deps-stamp).txt" || true
 mypy_rc=0
 wait "$mypy_pid" || mypy_rc=$?
 mypy_pid=

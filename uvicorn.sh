@@ -5,13 +5,21 @@
 # from disk (data/qdrant) instead of re-embedding.
 set -euo pipefail
 cd "$(dirname "$0")"
+# Bytecode is written (our machines set PYTHONDONTWRITEBYTECODE=1): uv installs none.
+unset PYTHONDONTWRITEBYTECODE
 ./scripts/bootstrap.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 
-# Spark (a JVM) only runs when the table is missing: the API itself reads it with hudi-rs.
-.venv/bin/python -m spark_jobs.demo
+# Spark (a JVM, its jars and the rules' jar) only when the table is missing: the API itself
+# reads it with hudi-rs.
+table=$(.venv/bin/python -c 'from app.core.config import get_settings
+print(get_settings().hudi_table_path)')
+if [ ! -d "$table/.hoodie" ]; then
+  ./scripts/bootstrap.sh --spark
+  .venv/bin/python -m spark_jobs.demo
+fi
 
 cat >&2 <<MSG
 [uvicorn.sh] starting on http://$HOST:$PORT  (first start embeds the catalog: watch the

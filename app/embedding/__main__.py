@@ -8,27 +8,17 @@ process find the exports cached: on a fresh clone each one otherwise exported it
 
 --stamp TEXT  do nothing when MODEL_CACHE_DIR/.exported was written with the same TEXT and
               the same settings and its files are all still there (bootstrap passes the
-              hash of requirements.lock and the export code); record them after exporting.
---shared DIR  a cache outside the checkout (bootstrap: ~/.cache/hudi-rag-recommender/onnx)
-              that clones on this machine share, as they share ~/.m2's jars: exports made
-              with the same stamp, settings and CPU are copied from there (~0.3 s) instead
-              of made again (~12-20 s), and new exports are copied there. Needs --stamp.
+              hash of uv.lock and the export code); record them after exporting.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import logging
-import shutil
 from pathlib import Path
 
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
-from app.embedding.choice import int8_cpu_flag
-
-logger = logging.getLogger("app.embedding")
 
 STAMP = ".exported"
 
@@ -71,24 +61,6 @@ def record(cache: Path, key: str) -> None:
     (cache / STAMP).write_text(json.dumps({"key": key, "files": names}) + "\n")
 
 
-def shared_slot(shared: Path, key: str) -> Path:
-    """The shared cache's folder for `key` on this CPU (the int8 export is made only on a
-    CPU with int8 dot products, so a clone on another machine must not take it)."""
-    text = f"{key}|{int8_cpu_flag()}"
-    return shared / hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def copy_exports(source: Path, target: Path, key: str) -> None:
-    """The exports recorded in `source` copied into `target`, then recorded there."""
-    target.mkdir(parents=True, exist_ok=True)
-    for name in json.loads((source / STAMP).read_text())["files"]:
-        # Through a temporary name: a reader never sees half a model.
-        partial = target / f".{name}.partial"
-        shutil.copyfile(source / name, partial)
-        partial.replace(target / name)
-    record(target, key)
-
-
 def export(settings: Settings) -> list[Path]:
     """Load the model as the service does; returns the ONNX files its encoders run."""
     from app.embedding.model import embedder_for
@@ -108,20 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m app.embedding", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--stamp", default="", help="skip when the cache was made with TEXT")
-    parser.add_argument("--shared", default=None, metavar="DIR", help="cache shared by clones")
     args = parser.parse_args(argv)
-    if args.shared and not args.stamp:
-        parser.error("--shared needs --stamp")
     settings = get_settings()
     configure_logging(settings.log_level)
     cache = Path(settings.model_cache_dir)
     key = stamp_key(settings, args.stamp)
     if args.stamp and up_to_date(cache, key):
-        return 0
-    slot = shared_slot(Path(args.shared), key) if args.shared else None
-    if slot is not None and up_to_date(slot, key):
-        copy_exports(slot, cache, key)
-        print(f"ONNX exports copied from {slot} into {cache}")
         return 0
     print(f"exporting the embedding model to ONNX in {cache}")
     files = export(settings)
@@ -131,11 +95,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cached {path}")
     if args.stamp:
         record(cache, key)
-    if slot is not None and files:
-        try:
-            copy_exports(cache, slot, key)
-        except OSError as e:  # a full or read-only home: the next clone exports again
-            logger.warning("could not keep the exports in %s: %s", slot, e)
     return 0
 
 
