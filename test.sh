@@ -2,11 +2,9 @@
 # Installs what is missing, then lints (ruff), type-checks (mypy, beside pytest) and runs
 # every test, slow end-to-end ones included. Extra arguments go to pytest
 # (e.g. ./test.sh -k sync -x).
-# The full run uses TEST_WORKERS pytest-xdist workers (default 2; `--dist loadfile` keeps
-# each test file on one worker, so its module fixtures are built once), each with its own
-# SparkSession: on this 2-core box 5 min 53 s of pytest against 8 min 32 s serial
-# (BENCHMARKS.md, issue 14).
-# TEST_WORKERS=0 runs in one process (for --pdb, or a box with one core).
+# Both tiers use TEST_WORKERS pytest-xdist workers (default 2; `--dist loadfile` keeps each
+# test file on one worker, so its module fixtures are built once), each full-tier worker
+# with its own SparkSession. TEST_WORKERS=0 runs in one process (for --pdb, or one core).
 #   ./test.sh --fast [pytest args]   the tier without a JVM, a browser or long end-to-end
 #                                    cases (tests not marked spark/slow); its set-up needs
 #                                    no java, javac or mvn either.
@@ -38,16 +36,15 @@ mypy_pid=$!
 trap '[ -z "$mypy_pid" ] || kill "$mypy_pid" 2>/dev/null; rm -f "$mypy_log"' EXIT
 echo "[test] pytest (mypy running beside it)"
 pytest_rc=0
-if [ "$fast" = 1 ]; then
-  .venv/bin/pytest -m "not spark and not slow" "$@" || pytest_rc=$?
+tier=()
+if [ "$fast" = 1 ]; then tier=(-m "not spark and not slow"); fi
+workers=${TEST_WORKERS:-2}
+if [ "$workers" = 0 ]; then
+  .venv/bin/pytest "${tier[@]}" "$@" || pytest_rc=$?
 else
-  workers=${TEST_WORKERS:-2}
-  if [ "$workers" = 0 ]; then
-    .venv/bin/pytest "$@" || pytest_rc=$?
-  else
-    # --no-loadscope-reorder: files in collection order, longest first (tests/conftest.py).
-    .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@" || pytest_rc=$?
-  fi
+  # --no-loadscope-reorder: files in collection order, longest first (tests/conftest.py).
+  .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder "${tier[@]}" "$@" \
+    || pytest_rc=$?
 fi
 mypy_rc=0
 wait "$mypy_pid" || mypy_rc=$?
