@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     sync_interval_seconds: float = Field(30.0, ge=0.5)
     # Where the cross-process sync lock lives (share it between syncer containers).
     sync_lock_dir: str = ""  # default: $DATA_DIR
+    # Chunk vectors made by `python -m spark_jobs.embed`: a chunk whose content key is
+    # there is loaded, not embedded. Default: beside the table (default_vectors_path);
+    # where no table exists the sync embeds everything itself.
+    vectors_table_path: str = ""
 
     # --- retrieval ----------------------------------------------------------------------
     vector_search_top_k: int = Field(5, ge=1, le=50)
@@ -154,6 +158,8 @@ class Settings(BaseSettings):
         for name, path in defaults.items():
             if not getattr(self, name):
                 setattr(self, name, str(path))
+        if not self.vectors_table_path:
+            self.vectors_table_path = default_vectors_path(self.hudi_table_path)
         return self
 
     @field_validator("cors_origins", mode="before")
@@ -162,6 +168,11 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
+
+
+def default_vectors_path(table_path: str) -> str:
+    """Where the Spark embed job writes a table's chunk vectors and the sync looks for them."""
+    return f"{table_path.rstrip('/')}_chunk_vectors"
 
 
 @lru_cache
