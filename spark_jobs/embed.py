@@ -96,7 +96,7 @@ def embed_table(
     table_path = normalize_table_path(table_path)
     vectors_path = normalize_table_path(vectors_path or default_vectors_path(table_path))
     require_table(spark, table_path)
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = partitions or spark.sparkContext.defaultParallelism
     # A table of a few files reads as a few partitions: spread the rows over every core.
     rows = _read(spark, table_path, begin, end).repartition(parallelism)
     # The chunk stage: one row per distinct content, materialised once (it is counted,
@@ -119,7 +119,13 @@ def embed_table(
         )
         todo = chunks.join(held, CONTENT_KEY, "left_anti")
     count = todo.count() if exists else total
-    logger.info("%d distinct chunks, %d to embed into %s", total, count, vectors_path)
+    logger.info(
+        "%d distinct chunks, %d to embed into %s (%.1fs)",
+        total,
+        count,
+        vectors_path,
+        time.monotonic() - started,
+    )
     engines: dict[str, int] = {}
     embed_seconds = time.monotonic() - started
     if count:
@@ -132,7 +138,9 @@ def embed_table(
         engines = {
             str(r[MODEL_ID]): int(r["count"]) for r in vectors.groupBy(MODEL_ID).count().collect()
         }
+        logger.info("embedded %d chunks (%.1fs)", count, embed_seconds)
         _write(vectors, vectors_path, props if exists else None, overrides)
+        logger.info("written to %s (%.1fs)", vectors_path, time.monotonic() - started)
     return EmbedResult(
         chunks=total,
         present=total - count,
@@ -221,7 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="default: EMBEDDING_ENCODER",
     )
-    parser.add_argument("--partitions", type=int, default=None, help="embedding tasks")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        help="tasks per stage (default: every core; embedding: one per ~2,000 chunks)",
+    )
     parser.add_argument("--hoodie-conf", action="append", metavar="KEY=VALUE")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)

@@ -1,18 +1,15 @@
 """The Spark embed job against the sync: same vectors, loaded instead of embedded.
 
-One table of 30 products (ten with long descriptions of several chunks each at the
-harness's 64-token chunks), embedded once by `python -m spark_jobs.embed` (its `main`, in
-this process, on the shared session). Both sides run the fp32 ONNX engine: it gives a text
-the same vector whatever it is batched with, so "equal" can be held to cosine 0.9999. The
-int8 engine quantizes activations per batch: two batchings of the same chunk differ by up
-to ~0.007 in cosine in the sync itself (its figures are in BENCHMARKS.md).
+One table of 31 products (ten with long descriptions of several chunks each at the
+harness's 64-token chunks, one repeating another's text), embedded once by
+`spark_jobs.embed` on the shared session. Both sides run the fp32 ONNX engine: it gives a
+text the same vector whatever it is batched with, so "equal" can be held to cosine 0.9999.
+The int8 engine quantizes activations per batch: two batchings of the same chunk differ by
+up to ~0.007 in cosine in the sync itself (bench/spark_embed.py, BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,17 +17,18 @@ import numpy as np
 import pytest
 
 from app.core.catalog import Product
-from app.core.config import Settings, get_settings
+from app.core.config import Settings
 from app.embedding import Embedder, load_embedder
+from app.embedding.choice import EncoderChoice
 from app.sync.chunk_vectors import ChunkVectorSource
 from spark_jobs.create_table import create_table
-from spark_jobs.embed import main as embed_main
+from spark_jobs.embed import EmbedResult, config_from, embed_table
 from spark_jobs.upsert_products import upsert_rows
 from tests.synctools import long_text, make_harness, product
 
 pytestmark = pytest.mark.spark
 
-ENCODER = "onnx-fp32"
+ENCODER: EncoderChoice = "onnx-fp32"
 
 
 @dataclass
@@ -38,7 +36,7 @@ class Embedded:
     table: Path
     rows: list[dict[str, object]]
     embedder: Embedder
-    output: str
+    result: EmbedResult
 
 
 def _rows() -> list[dict[str, object]]:
@@ -52,7 +50,7 @@ def _rows() -> list[dict[str, object]]:
 
 
 @pytest.fixture(scope="module")
-def embedded(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded]:
+def embedded(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Embedded:
     from pyspark.sql import SparkSession
 
     assert isinstance(spark, SparkSession)
@@ -60,27 +58,19 @@ def embedded(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     create_table(spark, str(table))
     rows = _rows()
     upsert_rows(spark, str(table), rows)
-    env = {"MAX_CHUNK_TOKENS": "64", "CHUNK_OVERLAP_TOKENS": "8", "EMBEDDING_ENCODER": ENCODER}
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as m:
-        for name, value in env.items():
-            m.setenv(name, value)
-        get_settings.cache_clear()
-        try:
-            with contextlib.redirect_stdout(out):
-                assert embed_main(["--table-path", str(table)]) == 0
-        finally:
-            get_settings.cache_clear()
-    s = Settings()
+    # The harness's chunking (tests/synctools.py), as the sync's settings would give it.
+    settings = Settings(hudi_table_path=str(table), max_chunk_tokens=64, chunk_overlap_tokens=8)
+    # One task: one Python worker loads the model (the test's CPU, not its point).
+    result = embed_table(spark, str(table), config_from(settings, ENCODER), partitions=1)
     embedder = load_embedder(
-        s.embedding_model, "cpu", s.embedding_batch_size, ENCODER, s.model_cache_dir
+        settings.embedding_model,
+        "cpu",
+        settings.embedding_batch_size,
+        ENCODER,
+        settings.model_cache_dir,
     )
     assert embedder.encoder == ENCODER
-    yield Embedded(table, rows, embedder, out.getvalue())
-
-
-def _lines(output: str) -> dict[str, str]:
-    return dict(line.split(" ", 1) for line in output.splitlines() if " " in line)
+    return Embedded(table, rows, embedder, result)
 
 
 def test_job_vectors_equal_the_syncs_own(embedded: Embedded, tmp_path: Path) -> None:
@@ -96,10 +86,10 @@ def test_job_vectors_equal_the_syncs_own(embedded: Embedded, tmp_path: Path) -> 
         for c in h.engine.chunker.chunk(Product.from_row(r))
     }
     assert h.store.count() > len(chunks) > 50  # product 31 repeats product 3's chunks
-    printed = _lines(embedded.output)
-    assert printed["chunks"] == printed["embedded"] == str(len(chunks))
-    assert printed["present"] == "0"
-    assert printed["engine"] == f"{embedded.embedder.model_id} {len(chunks)}"
+    result = embedded.result
+    assert (result.chunks, result.embedded, result.present) == (len(chunks), len(chunks), 0)
+    assert result.engines == {embedded.embedder.model_id: len(chunks)}
+    assert result.vectors_path == f"{embedded.table}_chunk_vectors"
 
     source = ChunkVectorSource(
         Settings(vectors_table_path=f"{embedded.table}_chunk_vectors"), embedded.embedder.dim

@@ -1,0 +1,170 @@
+"""The Spark embed job against the sync's own embedding, measured in one run.
+
+    flock /tmp/bench.lock .venv/bin/python bench/spark_embed.py [--products 100000] [--seed 7]
+
+Prints, all from this run on this machine (Spark local[2], SPARK_MASTER):
+  1. the sync's encoder alone on a sample of the chunk texts (chunks/s, before and after);
+  2. a bootstrap without vectors (the sync embeds every chunk): its chunks/s and time;
+  3. `spark_jobs.embed` over the same table (read, chunk, embed, write): chunks/s, and
+     ratio job ÷ the sync's encoder and ÷ the sync's bootstrap    target >= 0.9
+  4. a bootstrap into an empty store with every vector in the vectors table: what it
+     embedded (target 0), its time, and ratio with ÷ without;
+  5. cosine of the job's vectors to the sync's own for the sample, and the sync's own
+     spread: the same texts embedded in two different batchings (int8 quantizes per batch).
+The table is written by real Spark (Hudi COW); the stores are the default embedded
+qdrant-edge engine; everything lives in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.core.catalog import Product
+from app.core.config import Settings
+from app.core.logging import configure_logging
+from app.embedding import embedder_for
+from app.store import open_store
+from app.sync.chunk_vectors import ChunkVectorSource
+from app.sync.chunking import ProductChunker
+from app.sync.engine import SyncEngine
+from app.sync.state import CycleReport
+from spark_jobs.create_table import create_table
+from spark_jobs.embed import config_from, embed_table
+from spark_jobs.generate_products import generate
+from spark_jobs.session import get_spark
+from spark_jobs.upsert_products import upsert_rows
+
+logger = logging.getLogger("bench.spark_embed")
+
+
+def bootstrap(settings: Settings, label: str) -> tuple[CycleReport, float]:
+    embedder = embedder_for(settings)
+    store = open_store(settings)
+    try:
+        engine = SyncEngine(settings, store, embedder)
+        t0 = time.perf_counter()
+        report = engine.run_cycle()
+        seconds = time.perf_counter() - t0
+    finally:
+        store.close()
+    logger.info(
+        "%s: embedded %d, loaded %d in %.1fs", label, report.embedded, report.loaded, seconds
+    )
+    return report, seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--products", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sample", type=int, default=2_000, help="chunks for the raw rate")
+    args = parser.parse_args()
+    configure_logging("INFO")
+    loads = [os.getloadavg()[0]]
+
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-embed-"))
+    table = str(work / "products")
+    base = Settings(hudi_table_path=table)
+    spark = get_spark(base, app_name="bench-spark-embed")
+    rows = list(generate(args.products, args.seed))
+    logger.info("writing %d products with Spark", len(rows))
+    create_table(spark, table)
+    upsert_rows(spark, table, rows)
+
+    embedder = embedder_for(base)
+    chunker = ProductChunker(
+        embedder.tokenizer(),
+        embedder.model_id,
+        min(base.max_chunk_tokens, embedder.max_seq_tokens),
+        base.chunk_overlap_tokens,
+    )
+    sample: dict[str, str] = {}
+    for r in random.Random(args.seed).sample(rows, min(len(rows), args.sample)):
+        for c in chunker.chunk(Product.from_row(r)):
+            sample[c.chunk_hash] = c.text
+    keys = sorted(sample)[: args.sample]
+    texts = [sample[k] for k in keys]
+    embedder.embed(texts[:64])  # warm-up
+
+    def raw_rate() -> float:
+        t0 = time.perf_counter()
+        embedder.embed(texts)
+        return len(texts) / (time.perf_counter() - t0)
+
+    raw_before = raw_rate()
+    without, without_s = bootstrap(
+        base.model_copy(
+            update={
+                "qdrant_path": str(work / "q-without"),
+                "vectors_table_path": str(work / "none"),
+            }
+        ),
+        "bootstrap without vectors",
+    )
+    loads.append(os.getloadavg()[0])
+    job = embed_table(spark, table, config_from(base))
+    loads.append(os.getloadavg()[0])
+    raw_after = raw_rate()
+    with_, with_s = bootstrap(
+        base.model_copy(update={"qdrant_path": str(work / "q-with")}), "bootstrap with vectors"
+    )
+    loads.append(os.getloadavg()[0])
+
+    # 5. The job's vectors against the sync's, and the sync against itself.
+    source = ChunkVectorSource(base, embedder.dim)
+    source.start_cycle()
+    found = source.lookup(keys)
+    own = embedder.embed(texts)
+    shuffled = list(range(len(texts)))
+    random.Random(1).shuffle(shuffled)
+    again = np.empty_like(own)
+    for start in range(0, len(shuffled), 100):
+        part = shuffled[start : start + 100]
+        again[part] = embedder.embed([texts[i] for i in part])
+    job_cos = np.sum(np.stack([found[k] for k in keys]) * own, axis=1)
+    self_cos = np.sum(again * own, axis=1)
+    spark.stop()
+
+    raw = (raw_before + raw_after) / 2
+    boot_rate = without.embedded / without_s
+    print(f"products                          {len(rows)}")
+    print(f"encoder                           {embedder.encoder} ({embedder.model_id})")
+    print(f"load average (1 min) start/after sync/after job/end  {loads}")
+    print(
+        f"sync encoder alone                {raw:8.1f} chunks/s  ({len(texts)} chunks; "
+        f"before {raw_before:.1f}, after {raw_after:.1f})"
+    )
+    print(
+        f"bootstrap without vectors         {boot_rate:8.1f} chunks/s  "
+        f"({without.embedded} embedded, {without_s:.1f} s)"
+    )
+    print(
+        f"spark_jobs.embed, local[2]        {job.chunks_per_second:8.1f} chunks/s  "
+        f"({job.embedded} embedded, {job.seconds:.1f} s; chunk + embed {job.embed_seconds:.1f} s)"
+    )
+    print(f"  ratio job / sync encoder        {job.chunks_per_second / raw:8.3f}   (target >= 0.9)")
+    print(f"  ratio job / sync bootstrap      {job.chunks_per_second / boot_rate:8.3f}")
+    print(
+        f"bootstrap with vectors            {with_s:8.1f} s  "
+        f"(embedded {with_.embedded}, target 0; loaded {with_.loaded})"
+    )
+    print(f"  ratio with / without            {with_s / without_s:8.3f}")
+    print(
+        f"cosine job vs sync, min / mean    {job_cos.min():8.5f} / {job_cos.mean():.5f}  "
+        f"(sync vs itself rebatched: {self_cos.min():.5f} / {self_cos.mean():.5f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
