@@ -1,6 +1,11 @@
 """The Spark embed job against the sync's own embedding, measured in one run.
 
-    flock /tmp/bench.lock .venv/bin/python bench/spark_embed.py [--products 100000] [--seed 7]
+    flock /tmp/bench.lock .venv/bin/python bench/spark_embed.py [--products 5000 100000]
+        [--until HH:MM] [--seed 7]
+
+Sizes run in order in one Spark session; with `--until` (UTC), a size whose run would not
+end by then (scaled from the last run's time per product) is cut to the largest round size
+that would, so one turn of the bench lock gives an estimate and then the biggest figure.
 
 Prints, all from this run on this machine (Spark local[2], SPARK_MASTER):
   1. the sync's encoder alone on a sample of the chunk texts (chunks/s, before and after);
@@ -24,7 +29,9 @@ import random
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,6 +51,9 @@ from spark_jobs.embed import config_from, embed_table
 from spark_jobs.generate_products import generate
 from spark_jobs.session import get_spark
 from spark_jobs.upsert_products import upsert_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 logger = logging.getLogger("bench.spark_embed")
 
@@ -66,18 +76,43 @@ def bootstrap(settings: Settings, label: str) -> tuple[CycleReport, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--products", type=int, default=100_000)
+    parser.add_argument("--products", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--until", default=None, metavar="HH:MM", help="UTC end of the turn")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--sample", type=int, default=2_000, help="chunks for the raw rate")
     args = parser.parse_args()
     configure_logging("INFO")
-    loads = [os.getloadavg()[0]]
+    spark = get_spark(Settings(), app_name="bench-spark-embed")
+    deadline = _deadline(args.until)
+    per_product = 0.0
+    for size in args.products:
+        if deadline is not None and per_product:
+            fits = int((deadline - time.time()) / per_product) // 10_000 * 10_000
+            if fits < size:
+                logger.info("%d products would not end by %s: %d instead", size, args.until, fits)
+                size = fits
+            if size <= 0:
+                break
+        t0 = time.time()
+        run(spark, size, args.seed, args.sample)
+        per_product = (time.time() - t0) / size
+    spark.stop()
 
+
+def _deadline(until: str | None) -> float | None:
+    if until is None:
+        return None
+    hour, minute = (int(v) for v in until.split(":"))
+    now = datetime.now(UTC)
+    return now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
+
+
+def run(spark: SparkSession, products: int, seed: int, sample_size: int) -> None:
+    loads = [os.getloadavg()[0]]
     work = Path(tempfile.mkdtemp(prefix="bench-spark-embed-"))
     table = str(work / "products")
     base = Settings(hudi_table_path=table)
-    spark = get_spark(base, app_name="bench-spark-embed")
-    rows = list(generate(args.products, args.seed))
+    rows = list(generate(products, seed))
     logger.info("writing %d products with Spark", len(rows))
     create_table(spark, table)
     upsert_rows(spark, table, rows)
@@ -90,10 +125,10 @@ def main() -> None:
         base.chunk_overlap_tokens,
     )
     sample: dict[str, str] = {}
-    for r in random.Random(args.seed).sample(rows, min(len(rows), args.sample)):
+    for r in random.Random(seed).sample(rows, min(len(rows), sample_size)):
         for c in chunker.chunk(Product.from_row(r)):
             sample[c.chunk_hash] = c.text
-    keys = sorted(sample)[: args.sample]
+    keys = sorted(sample)[:sample_size]
     texts = [sample[k] for k in keys]
     embedder.embed(texts[:64])  # warm-up
 
@@ -134,11 +169,12 @@ def main() -> None:
         again[part] = embedder.embed([texts[i] for i in part])
     job_cos = np.sum(np.stack([found[k] for k in keys]) * own, axis=1)
     self_cos = np.sum(again * own, axis=1)
-    spark.stop()
 
     raw = (raw_before + raw_after) / 2
     boot_rate = without.embedded / without_s
-    print(f"products                          {len(rows)}")
+    print(
+        f"products                          {len(rows)}  ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)"
+    )
     print(f"encoder                           {embedder.encoder} ({embedder.model_id})")
     print(f"load average (1 min) start/after sync/after job/end  {loads}")
     print(
@@ -164,6 +200,7 @@ def main() -> None:
         f"cosine job vs sync, min / mean    {job_cos.min():8.5f} / {job_cos.mean():.5f}  "
         f"(sync vs itself rebatched: {self_cos.min():.5f} / {self_cos.mean():.5f})"
     )
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
