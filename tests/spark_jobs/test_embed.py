@@ -96,7 +96,7 @@ def test_job_vectors_equal_the_syncs_own(embedded: Embedded, tmp_path: Path) -> 
     )
     source.start_cycle()
     keys = sorted(chunks)
-    found = source.lookup(keys)
+    found = source.lookup([*keys, "0" * 32, "f" * 32])  # two keys the job never wrote
     assert sorted(found) == keys
     own = embedded.embedder.embed([chunks[k] for k in keys])
     cosine = np.sum(np.stack([found[k] for k in keys]) * own, axis=1)
