@@ -202,8 +202,11 @@ def _progress(spark: SparkSession, label: str, chunks: int, tasks: int) -> Itera
                 continue
             elapsed = time.monotonic() - started
             finished = stage.numCompletedTasks
+            if not finished:
+                logger.info("%s: 0/%d tasks after %.0fs", label, tasks, elapsed)
+                continue
             rate = chunks * finished / tasks / elapsed
-            eta = (tasks - finished) * elapsed / finished if finished else float("inf")
+            eta = (tasks - finished) * elapsed / finished
             logger.info(
                 "%s: %d/%d tasks, ~%.0f chunks/s, ETA %.0fs", label, finished, tasks, rate, eta
             )
