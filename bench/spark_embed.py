@@ -12,6 +12,8 @@ Prints, all from this run on this machine (Spark local[2], SPARK_MASTER):
   2. a bootstrap without vectors (the sync embeds every chunk): its chunks/s and time;
   3. `spark_jobs.embed` over the same table (read, chunk, embed, write): chunks/s, and
      ratio job ÷ the sync's encoder and ÷ the sync's bootstrap    target >= 0.9
+     also per CPU-second (the job's JVM and Python workers against the encoder's process),
+     which other load on the machine moves far less than wall time;
   4. a bootstrap into an empty store with every vector in the vectors table: what it
      embedded (target 0), its time, and ratio with ÷ without;
   5. cosine of the job's vectors to the sync's own for the sample, and the sync's own
@@ -26,12 +28,13 @@ import argparse
 import logging
 import os
 import random
+import resource
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -79,12 +82,15 @@ def main() -> None:
     parser.add_argument("--products", type=int, nargs="+", default=[100_000])
     parser.add_argument("--until", default=None, metavar="HH:MM", help="UTC end of the turn")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--sample", type=int, default=2_000, help="chunks for the raw rate")
+    parser.add_argument("--sample", type=int, default=4_000, help="chunks for the raw rate")
+    parser.add_argument(
+        "--seconds-per-product", type=float, default=0.0, help="a prior run's, for --until"
+    )
     args = parser.parse_args()
     configure_logging("INFO")
     spark = get_spark(Settings(), app_name="bench-spark-embed")
     deadline = _deadline(args.until)
-    per_product = 0.0
+    per_product = args.seconds_per_product
     for size in args.products:
         if deadline is not None and per_product:
             fits = int((deadline - time.time()) / per_product) // 10_000 * 10_000
@@ -97,6 +103,42 @@ def main() -> None:
         run(spark, size, args.seed, args.sample)
         per_product = (time.time() - t0) / size
     spark.stop()
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _jvm_pid(spark: SparkSession) -> int:
+    # The JVM (spark-submit's shell and the java under it) that this driver launched.
+    gateway: Any = spark.sparkContext._gateway
+    return int(gateway.proc.pid)
+
+
+def _tree_cpu(root: int) -> float:
+    """CPU seconds of `root` and every process under it, live or reaped (from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        pid = int(name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        # utime, stime, and the same for children it waited for (exited Python workers).
+        cpu[pid] = sum(int(f) for f in fields[11:15]) / tick
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        total += cpu.get(pid, 0.0)
+        stack.extend(children.get(pid, []))
+    return total
 
 
 def _deadline(until: str | None) -> float | None:
@@ -132,12 +174,13 @@ def run(spark: SparkSession, products: int, seed: int, sample_size: int) -> None
     texts = [sample[k] for k in keys]
     embedder.embed(texts[:64])  # warm-up
 
-    def raw_rate() -> float:
-        t0 = time.perf_counter()
+    def raw_rate() -> tuple[float, float]:
+        """Chunks per second and per CPU-second of this process (the encoder's threads)."""
+        t0, c0 = time.perf_counter(), _self_cpu()
         embedder.embed(texts)
-        return len(texts) / (time.perf_counter() - t0)
+        return len(texts) / (time.perf_counter() - t0), len(texts) / (_self_cpu() - c0)
 
-    raw_before = raw_rate()
+    (raw_before, cpu_before) = raw_rate()
     without, without_s = bootstrap(
         base.model_copy(
             update={
@@ -148,9 +191,12 @@ def run(spark: SparkSession, products: int, seed: int, sample_size: int) -> None
         "bootstrap without vectors",
     )
     loads.append(os.getloadavg()[0])
+    jvm = _jvm_pid(spark)
+    job_cpu = _tree_cpu(jvm) + _self_cpu()
     job = embed_table(spark, table, config_from(base))
+    job_cpu = _tree_cpu(jvm) + _self_cpu() - job_cpu
     loads.append(os.getloadavg()[0])
-    raw_after = raw_rate()
+    (raw_after, cpu_after) = raw_rate()
     with_, with_s = bootstrap(
         base.model_copy(update={"qdrant_path": str(work / "q-with")}), "bootstrap with vectors"
     )
@@ -171,6 +217,8 @@ def run(spark: SparkSession, products: int, seed: int, sample_size: int) -> None
     self_cos = np.sum(again * own, axis=1)
 
     raw = (raw_before + raw_after) / 2
+    per_cpu = (cpu_before + cpu_after) / 2
+    job_per_cpu = job.embedded / job_cpu
     boot_rate = without.embedded / without_s
     print(
         f"products                          {len(rows)}  ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)"
@@ -191,6 +239,11 @@ def run(spark: SparkSession, products: int, seed: int, sample_size: int) -> None
     )
     print(f"  ratio job / sync encoder        {job.chunks_per_second / raw:8.3f}   (target >= 0.9)")
     print(f"  ratio job / sync bootstrap      {job.chunks_per_second / boot_rate:8.3f}")
+    print(
+        f"per CPU-second: encoder {per_cpu:.1f} (before {cpu_before:.1f}, after "
+        f"{cpu_after:.1f}), job {job_per_cpu:.1f} chunks ({job_cpu:.0f} CPU-s)"
+    )
+    print(f"  ratio job / sync encoder by CPU {job_per_cpu / per_cpu:8.3f}   (target >= 0.9)")
     print(
         f"bootstrap with vectors            {with_s:8.1f} s  "
         f"(embedded {with_.embedded}, target 0; loaded {with_.loaded})"
