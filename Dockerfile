@@ -1,9 +1,13 @@
 # syntax=docker/dockerfile:1
 # Two images from one file, both thin over the repo's own scripts:
 #   docker build --target api   -t recommender-api .    (default) FastAPI + sync; reads the
-#                                                       table natively with hudi-rs: no JVM
-#   docker build --target spark -t recommender-spark .  the PySpark jobs + Hudi bundle + Java
-# docker-compose.yml wires them with a Qdrant server and a shared table volume.
+#                                                       table natively with hudi-rs: no JVM,
+#                                                       no Java source, no spark_jobs
+#   docker build --target spark -t recommender-spark .  the PySpark jobs + Hudi bundle + a
+#                                                       JRE + the product rules' jar
+# The `rules` stage builds that jar (the Maven module rules/, its unit tests included); only
+# the jar leaves it. docker-compose.yml wires the images with a Qdrant server and a shared
+# table volume.
 
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
@@ -17,16 +21,27 @@ WORKDIR /srv
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md ./
 COPY app ./app
-COPY spark_jobs ./spark_jobs
 COPY scripts ./scripts
 RUN useradd --create-home --uid 10001 app && mkdir -p /data && chown app /data
 
-FROM base AS spark
-# A JDK, not a JRE: the product rules are Java, compiled once here (spark_jobs/rules_jar.py).
+# The product rules' jar: a JDK and Maven here only. `package` runs the rules' unit tests.
+FROM python:3.11-slim AS rules
 RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven \
     && rm -rf /var/lib/apt/lists/*
+WORKDIR /rules
+COPY rules/pom.xml ./
+COPY rules/src ./src
+RUN mvn -q -B package
+
+FROM base AS spark
+# A JRE runs Spark and the prebuilt rules; Maven (on that JRE) fetches the Hudi bundle.
+RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+    && rm -rf /var/lib/apt/lists/*
+COPY spark_jobs ./spark_jobs
 RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} ".[spark]"
 COPY data/demo ./data/demo
+COPY --from=rules /rules/target/product-rules.jar /opt/product-rules/product-rules.jar
+ENV PRODUCT_RULES_JAR=/opt/product-rules/product-rules.jar
 USER app
 # Hudi bundle (+ s3a jars) into ~app/.m2, where spark_jobs/session.py looks for them.
 RUN ./scripts/fetch_jars.sh && python -m spark_jobs.rules_jar

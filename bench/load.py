@@ -15,6 +15,14 @@ LLM's own delay, CPU per request ÷ the offline phase's (extractive, no LLM conf
 
     flock /tmp/bench.lock .venv/bin/python bench/load.py      # 5 min phases (+1 min hung)
     .venv/bin/python bench/load.py --duration 20 --phases offline:50,answer:50,hang:50:30
+
+`--streams N` measures streamed answers instead (`Accept: text/event-stream`): N clients
+each asking again as soon as an answer ends (closed loop), the stand-in LLM streaming its
+answer at `--token-rate` tokens/s for `--answer-seconds`; first the JSON path under the
+same LLM, then the stream. It prints errors, time to the first event and to the first
+text, the service's RSS before, at the peak during and after each, and its CPU.
+
+    flock /tmp/bench.lock .venv/bin/python bench/load.py --streams 50 --duration 60
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,14 +56,23 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # --- the stand-in LLM (its own process: `bench/load.py serve-llm`) -----------------------------
 def serve_llm(port: int, delay: float, mode: str) -> None:
-    """answer: after `delay` s, a grounded answer naming the first product; hang; fail: 500.
+    """answer: after `delay` s, a grounded answer naming the first product; hang; fail: 500;
+    stream: the answer of `stream_tokens` tokens at `token_rate` a second, streamed when the
+    request asks for it (else whole, once that time has passed).
 
     On bench.rawhttp rather than uvicorn: it shares the 2 cores with the service being
     measured, so it must cost as little per call as the load client does.
     """
-    state: dict[str, str | float] = {"mode": mode, "delay": delay}
+    state: dict[str, str | float] = {
+        "mode": mode,
+        "delay": delay,
+        "token_rate": 50.0,
+        "stream_tokens": 150,
+    }
 
-    async def handle(method: str, path: str, raw: bytes) -> tuple[int, bytes]:
+    async def handle(
+        method: str, path: str, raw: bytes
+    ) -> tuple[int, bytes | AsyncIterator[bytes]]:
         body = json.loads(raw or b"{}")
         if path == "/mode":
             state.update(body)
@@ -65,11 +83,19 @@ def serve_llm(port: int, delay: float, mode: str) -> None:
             await asyncio.sleep(3600)
         if state["mode"] == "fail":
             return 500, b'{"error": {"message": "stand-in failure"}}'
-        await asyncio.sleep(float(state["delay"]))
         user = str(body["messages"][-1]["content"])
         block = user.split("<products>", 1)[1].split("</products>", 1)[0]
         products = json.loads(block)
         text = f"I recommend {products[0]['name']} [id:{products[0]['id']}]." if products else "-"
+        if state["mode"] == "stream":
+            tokens = stream_tokens(text, int(state["stream_tokens"]))
+            pause = 1 / float(state["token_rate"])
+            if body.get("stream"):
+                return 200, stream_chunks(tokens, pause, str(body.get("model", "standin")))
+            await asyncio.sleep(pause * len(tokens))
+            text = "".join(tokens)
+        else:
+            await asyncio.sleep(float(state["delay"]))
         answer = {
             "id": "chatcmpl-standin",
             "object": "chat.completion",
@@ -87,6 +113,36 @@ def serve_llm(port: int, delay: float, mode: str) -> None:
         return 200, json.dumps(answer).encode()
 
     asyncio.run(serve(handle, "127.0.0.1", port))
+
+
+# Grounded filler (it names no product) that makes a cited answer as long as asked.
+FILLER = " It is a sound choice for everyday use and good value for the price."
+
+
+def stream_tokens(text: str, count: int) -> list[str]:
+    words = (text + FILLER * (count // 12 + 1)).split(" ")[:count]
+    return [words[0], *(" " + w for w in words[1:])]
+
+
+async def stream_chunks(tokens: list[str], pause: float, model: str) -> AsyncIterator[bytes]:
+    """OpenAI's chunk events, a token every `pause` seconds, then `[DONE]`."""
+
+    def event(delta: dict[str, str], finish: str | None = None) -> bytes:
+        chunk = {
+            "id": "chatcmpl-standin",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(chunk)}\n\n".encode()
+
+    yield event({"role": "assistant", "content": ""})
+    for token in tokens:
+        await asyncio.sleep(pause)
+        yield event({"content": token})
+    yield event({}, "stop")
+    yield b"data: [DONE]\n\n"
 
 
 # --- processes ------------------------------------------------------------------------------
@@ -119,7 +175,9 @@ def build_shard(path: Path) -> int:
     return build_demo_shard(path, load_embedder(), settings)
 
 
-def start_service(shard: Path, port: int, llm_url: str | None) -> subprocess.Popen[bytes]:
+def start_service(
+    shard: Path, port: int, llm_url: str | None, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "SYNC_MODE": "off",
@@ -131,6 +189,7 @@ def start_service(shard: Path, port: int, llm_url: str | None) -> subprocess.Pop
         "LOG_LEVEL": "WARNING",
         "HF_HUB_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
+        **(extra_env or {}),
     }
     env.pop("QDRANT_URL", None)
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
@@ -328,6 +387,174 @@ def offline_cpu(results: list[PhaseResult]) -> float | None:
     return next((r.cpu_per_request() for r in results if r.name == "offline"), None)
 
 
+# --- streamed answers (--streams) ----------------------------------------------------------
+@dataclass
+class StreamPhase:
+    name: str
+    seconds: float = 0.0
+    first_event: list[float] = field(default_factory=list)  # JSON: the whole answer
+    first_text: list[float] = field(default_factory=list)
+    total: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    answers: Counter[str] = field(default_factory=Counter)
+    rss_before: float = 0.0
+    rss_peak: float = 0.0
+    rss_after: float = 0.0
+    cpu: float = 0.0
+    client_cpu: float = 0.0
+
+
+def answer_kind(answer: dict[str, object]) -> str:
+    kind = str(answer["generator"])
+    if answer["degraded"]:
+        kind += f" ({answer.get('degraded_reason')})"
+    return kind + (", replaced" if answer.get("text_replaced") else "")
+
+
+async def ask_streamed(client: httpx.AsyncClient, body: dict[str, str], r: StreamPhase) -> None:
+    started = time.perf_counter()
+    headers = {"Accept": "text/event-stream"}
+    async with client.stream("POST", "/recommend", json=body, headers=headers) as response:
+        if response.status_code != 200:
+            r.errors[f"http {response.status_code}"] += 1
+            return
+        name, first, first_text, done = "", 0.0, 0.0, None
+        async for line in response.aiter_lines():
+            if line.startswith("event: "):
+                name = line.removeprefix("event: ")
+                first = first or time.perf_counter() - started
+                if name == "delta" and not first_text:
+                    first_text = time.perf_counter() - started
+            elif line.startswith("data: ") and name == "done":
+                done = json.loads(line.removeprefix("data: "))
+    if done is None:
+        r.errors["stream ended without done"] += 1
+        return
+    r.first_event.append(first)
+    r.first_text.append(first_text)
+    r.total.append(time.perf_counter() - started)
+    r.answers[answer_kind(done)] += 1
+
+
+async def ask_json(client: httpx.AsyncClient, body: dict[str, str], r: StreamPhase) -> None:
+    started = time.perf_counter()
+    response = await client.post("/recommend", json=body)
+    if response.status_code != 200:
+        r.errors[f"http {response.status_code}"] += 1
+        return
+    elapsed = time.perf_counter() - started
+    r.first_event.append(elapsed)
+    r.total.append(elapsed)
+    r.answers[answer_kind(response.json())] += 1
+
+
+async def closed_loop(
+    url: str,
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    streamed: bool,
+    r: StreamPhase,
+    pid: int,
+) -> None:
+    """`clients` clients, each asking again as its answer ends, until `seconds` are up."""
+    limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        stop_at = time.perf_counter() + seconds
+
+        async def one_client(i: int) -> None:
+            while time.perf_counter() < stop_at:
+                body = {"query": queries[i % len(queries)]}
+                i += clients
+                try:
+                    await (ask_streamed if streamed else ask_json)(client, body, r)
+                except (httpx.HTTPError, ValueError, KeyError) as e:
+                    r.errors[type(e).__name__] += 1
+
+        async def sample_rss() -> None:
+            while time.perf_counter() < stop_at:
+                r.rss_peak = max(r.rss_peak, rss_mib(pid))
+                await asyncio.sleep(0.5)
+
+        await asyncio.gather(*(one_client(i) for i in range(clients)), sample_rss())
+
+
+def run_stream_phase(
+    name: str, url: str, pid: int, queries: list[str], clients: int, seconds: float, streamed: bool
+) -> StreamPhase:
+    print(f"[load] {name}: {clients} clients for {seconds:g} s", flush=True)
+    r = StreamPhase(name)
+    r.rss_before, cpu_start, client_start = rss_mib(pid), cpu_seconds(pid), time.process_time()
+    started = time.perf_counter()
+    asyncio.run(closed_loop(url, queries, clients, seconds, streamed, r, pid))
+    r.seconds = time.perf_counter() - started
+    r.cpu, r.client_cpu = cpu_seconds(pid) - cpu_start, time.process_time() - client_start
+    time.sleep(3)  # the answers still in flight end; then "after"
+    r.rss_after = rss_mib(pid)
+    return r
+
+
+def p50_p95(values: list[float]) -> str:
+    return f"p50 {pct(values, 0.5) * 1000:.0f} ms, p95 {pct(values, 0.95) * 1000:.0f} ms"
+
+
+def report_streams(r: StreamPhase, json_p50: float | None) -> None:
+    n = len(r.total)
+    print(f"== {r.name}: {r.seconds:.0f} s")
+    print(f"   answers {n}, errors {sum(r.errors.values())} {dict(r.errors)}")
+    print(f"   first event {p50_p95(r.first_event)}")
+    if r.first_text:
+        print(f"   first text {p50_p95(r.first_text)}")
+    line = f"   whole answer {p50_p95(r.total)}"
+    if json_p50:
+        line += f" (first event p50 ÷ JSON answer p50: {pct(r.first_event, 0.5) / json_p50:.3f})"
+    print(line)
+    shares = ", ".join(f"{k} {v} ({v / max(n, 1):.0%})" for k, v in r.answers.most_common())
+    print(f"   answers: {shares}")
+    print(f"   RSS before {r.rss_before:.0f}, peak {r.rss_peak:.0f}, after {r.rss_after:.0f} MiB")
+    print(
+        f"   CPU {r.cpu:.1f} s, {r.cpu / max(n, 1) * 1000:.1f} ms/answer; load client CPU "
+        f"{r.client_cpu:.1f} s",
+        flush=True,
+    )
+
+
+def run_streams(args: argparse.Namespace, shard: Path, queries: list[str]) -> None:
+    llm_port, port = free_port(), free_port()
+    llm = subprocess.Popen([sys.executable, __file__, "serve-llm", str(llm_port), "0", "stream"])
+    tokens = int(args.token_rate * args.answer_seconds)
+    service: subprocess.Popen[bytes] | None = None
+    try:
+        wait_http(f"http://127.0.0.1:{llm_port}/mode", llm)
+        httpx.post(
+            f"http://127.0.0.1:{llm_port}/mode",
+            json={"mode": "stream", "token_rate": args.token_rate, "stream_tokens": tokens},
+        )
+        # Room for every client's call: the figures are of streams, not of the cap.
+        extra = {"LLM_MAX_IN_FLIGHT": str(max(32, 2 * args.streams))}
+        service = start_service(shard, port, f"http://127.0.0.1:{llm_port}/v1", extra)
+        url = f"http://127.0.0.1:{port}"
+        print(f"[load] LLM: {tokens} tokens at {args.token_rate:g}/s; uptime: {uptime()}")
+        run_stream_phase("warm-up", url, service.pid, queries, 4, args.warmup, True)
+        json_phase = run_stream_phase(
+            "JSON", url, service.pid, queries, args.streams, args.duration, False
+        )
+        report_streams(json_phase, None)
+        streamed = run_stream_phase(
+            "stream", url, service.pid, queries, args.streams, args.duration, True
+        )
+        report_streams(streamed, pct(json_phase.total, 0.5))
+        print(f"[load] uptime: {uptime()}")
+    finally:
+        if service is not None:
+            stop(service)
+        stop(llm)
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "serve-llm":
         serve_llm(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4])
@@ -344,6 +571,13 @@ def main() -> None:
     parser.add_argument("--llm-delay", type=float, default=2.0)
     parser.add_argument("--shard", type=Path, help="demo shard folder (built there if missing)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--streams", type=int, help="measure streamed answers with this many clients instead"
+    )
+    parser.add_argument("--token-rate", type=float, default=50.0, help="--streams: tokens/s")
+    parser.add_argument(
+        "--answer-seconds", type=float, default=3.0, help="--streams: answer length"
+    )
     args = parser.parse_args()
 
     phases = parse_phases(args.phases, args.duration)
@@ -354,6 +588,9 @@ def main() -> None:
         started = time.perf_counter()
         points = build_shard(shard)
         print(f"[load] demo shard: {points} chunks in {time.perf_counter() - started:.0f} s")
+    if args.streams:
+        run_streams(args, shard, queries)
+        return
 
     llm_port = free_port()
     llm = subprocess.Popen(

@@ -17,6 +17,10 @@ real embeddings of the labelled eval queries, so scores and the threshold behave
 
     .venv/bin/python bench/retrieval.py                      # 100k products, 16 clients
     .venv/bin/python bench/retrieval.py --products 20000 --optimize
+    .venv/bin/python bench/retrieval.py --products 20000 --optimize --store server
+
+`--store server` serves the same points from a Qdrant server too (QDRANT_URL, or a server
+started from QDRANT_SERVER_BIN) and prints server / edge for hybrid retrieval, same run.
 
 With `--dataset DIR` it serves a judged dev set instead, with real embeddings, through
 POST /search and POST /recommend, one-client latency, C-client throughput and the
@@ -28,7 +32,9 @@ service's CPU per request (bench/retrieval_dataset.py):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -44,15 +50,25 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from qdrant_client import QdrantClient, models  # noqa: E402
+
+from app.core.config import Settings  # noqa: E402
 from app.core.logging import configure_logging  # noqa: E402
 from app.embedding import load_embedder  # noqa: E402
 from app.eval.data import DEFAULT_QUERIES, PRODUCTS_FILE, QUERIES_FILE, load_queries  # noqa: E402
 from app.eval.vector_cache import DEFAULT_CACHE_DIR  # noqa: E402
+from app.store import VectorStore, open_store  # noqa: E402
 from app.store.base import ChunkPoint  # noqa: E402
 from app.store.edge_store import EdgeStore  # noqa: E402
 from app.sync.chunking import PAYLOAD_FORMAT  # noqa: E402
 from bench.retrieval_dataset import run_dataset  # noqa: E402
-from bench.service_process import Phase, ServiceProcess, checkout_env, drive  # noqa: E402
+from bench.service_process import (  # noqa: E402
+    Phase,
+    QdrantServerProcess,
+    ServiceProcess,
+    checkout_env,
+    drive,
+)
 
 CHUNKS_PER_PRODUCT = 2
 SAMPLES_PER_CATEGORY = 24
@@ -89,7 +105,13 @@ def derive_vectors(rows: list[dict[str, Any]], seed: int) -> np.ndarray:
 
 
 def load_shard(path: Path, rows: list[dict[str, Any]], matrix: np.ndarray, optimize: bool) -> None:
-    store = EdgeStore(path)
+    fill(EdgeStore(path), rows, matrix, optimize)
+
+
+def fill(
+    store: VectorStore, rows: list[dict[str, Any]], matrix: np.ndarray, optimize: bool
+) -> None:
+    """Write the points as the sync would, a checkpoint after them; closes the store."""
     store.ensure_collection(matrix.shape[1])
     started = time.perf_counter()
     batch: list[ChunkPoint] = []
@@ -154,12 +176,24 @@ def report(label: str, phase: Phase) -> tuple[float, float]:
 
 
 def serve_and_drive(
-    shard: Path, mode: str, phases: dict[str, list[dict[str, Any]]], clients: int, requests: int
+    shard: Path,
+    mode: str,
+    phases: dict[str, list[dict[str, Any]]],
+    clients: int,
+    requests: int,
+    *,
+    server: tuple[str, str] | None = None,
 ) -> dict[tuple[str, int], tuple[float, float]]:
-    """(phase, clients) -> (p50 ms, req/s) of the service in RETRIEVAL_MODE=mode."""
+    """(phase, clients) -> (p50 ms, req/s) of the service in RETRIEVAL_MODE=mode, on the
+    shard or on `server` (url, collection)."""
     out: dict[tuple[str, int], tuple[float, float]] = {}
-    with ServiceProcess(shard, mode, table_path=shard.parent / "no-table") as service:
+    url, collection = server or (None, None)
+    with ServiceProcess(
+        shard, mode, table_path=shard.parent / "no-table", qdrant_url=url, collection=collection
+    ) as service:
         url = service.url
+        if server:
+            mode = f"{mode}, server"
         print(f"\n[{mode}] service POST /search, {clients} clients, {requests} requests per phase")
         drive(url, "/search", phases["unfiltered"], clients, 64)  # warm-up
         for label, bodies in phases.items():
@@ -206,6 +240,8 @@ def run_generated(args: argparse.Namespace) -> int:
                 for q, f in zip(queries, flt, strict=True)
             ],
         }
+        if args.store == "server":
+            return compare_server(args, Path(tmp), shard, rows, matrix, phases)
         dense = serve_and_drive(shard, "dense", phases, args.clients, args.requests)
         hybrid = serve_and_drive(shard, "hybrid", phases, args.clients, args.requests)
         print("\nhybrid / dense-only, same run:")
@@ -247,6 +283,51 @@ def run_generated(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_server(
+    args: argparse.Namespace,
+    tmp: Path,
+    shard: Path,
+    rows: list[dict[str, Any]],
+    matrix: np.ndarray,
+    phases: dict[str, list[dict[str, Any]]],
+) -> int:
+    """The service (hybrid) on the edge shard, then on a Qdrant server holding the same
+    points (QDRANT_URL, or a server started from QDRANT_SERVER_BIN); ratios of the two."""
+    url = os.environ.get("QDRANT_URL")
+    binary = os.environ.get("QDRANT_SERVER_BIN")
+    if not url and not binary:
+        raise SystemExit("--store server needs QDRANT_URL or QDRANT_SERVER_BIN")
+    with contextlib.ExitStack() as stack:
+        if not url:
+            url = stack.enter_context(QdrantServerProcess(str(binary), tmp / "qdrant-server")).url
+        collection = f"bench_{args.products}_{args.seed}_{uuid.uuid4().hex[:6]}"
+        started = time.perf_counter()
+        client = QdrantClient(url=url, check_compatibility=False)
+        print(f"server {client.info().version} at {url}, collection {collection}")
+        fill(
+            open_store(Settings(qdrant_url=url, qdrant_collection=collection)), rows, matrix, False
+        )
+        # The server builds its HNSW index in the background: measure it built, as the shard.
+        while client.get_collection(collection).status != models.CollectionStatus.GREEN:
+            time.sleep(1)
+        print(f"server loaded and indexed in {time.perf_counter() - started:.1f}s")
+        edge = serve_and_drive(shard, "hybrid", phases, args.clients, args.requests)
+        server = serve_and_drive(
+            shard, "hybrid", phases, args.clients, args.requests, server=(url, collection)
+        )
+        client.delete_collection(collection)
+        client.close()
+    print("\nserver / edge (hybrid), same run:")
+    for (label, clients), (p50, rps) in server.items():
+        e50, erps = edge[label, clients]
+        print(
+            f"  {label:<28} {clients:>2} client(s): p50 {p50:6.2f} / {e50:6.2f} ms "
+            f"= {p50 / e50:4.2f}x   throughput {rps:6.1f} / {erps:6.1f} req/s "
+            f"= {rps / erps:4.2f}x"
+        )
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--products", type=int, default=100_000, help="generated catalog size")
@@ -255,6 +336,13 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=2000, help="per phase (per C-client phase)")
     ap.add_argument("--top-k", type=int, help="default 5; 10 with --dataset")
     ap.add_argument("--optimize", action="store_true", help="build HNSW before serving")
+    ap.add_argument(
+        "--store",
+        choices=["edge", "server"],
+        default="edge",
+        help="server: the service (hybrid) on the edge shard and then on a Qdrant server with "
+        "the same points (QDRANT_URL, or one started from QDRANT_SERVER_BIN), compared",
+    )
     ap.add_argument(
         "--shard",
         type=Path,

@@ -46,7 +46,17 @@ def checkout_env() -> dict[str, str]:
 class ServiceProcess:
     """`app.main:app` on the store at `shard` (SYNC_MODE=off), ready when entered."""
 
-    def __init__(self, shard: Path, mode: str, *, table_path: Path, startup_s: float = 300):
+    def __init__(
+        self,
+        shard: Path,
+        mode: str,
+        *,
+        table_path: Path,
+        startup_s: float = 300,
+        qdrant_url: str | None = None,
+        collection: str | None = None,
+    ):
+        """With `qdrant_url`, the store is that server's `collection`, not the shard."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.mode = mode
@@ -63,6 +73,9 @@ class ServiceProcess:
             "TOKENIZERS_PARALLELISM": "false",
         }
         env.pop("QDRANT_URL", None)
+        if qdrant_url:
+            env["QDRANT_URL"] = qdrant_url
+            env["QDRANT_COLLECTION"] = collection or "products"
         self._cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
         self._cmd += ["--port", str(self.port), "--log-level", "warning"]
         self._env = env
@@ -196,3 +209,52 @@ def measure(
         service.url, path, bodies, clients, requests, max_seconds=max_seconds, label=label
     )
     return Phase(phase.latencies, phase.wall, service.cpu_seconds() - cpu)
+
+
+class QdrantServerProcess:
+    """A Qdrant server from `binary` on free loopback ports, its storage in `folder`."""
+
+    def __init__(self, binary: str, folder: Path, startup_s: float = 60) -> None:
+        http, grpc = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{http}"
+        self._env = {
+            **os.environ,
+            "QDRANT__STORAGE__STORAGE_PATH": str(folder / "storage"),
+            "QDRANT__STORAGE__SNAPSHOTS_PATH": str(folder / "snapshots"),
+            "QDRANT__SERVICE__HTTP_PORT": str(http),
+            "QDRANT__SERVICE__GRPC_PORT": str(grpc),
+            "QDRANT__SERVICE__HOST": "127.0.0.1",
+            "QDRANT__TELEMETRY_DISABLED": "true",
+        }
+        self._cmd, self._folder, self._startup_s = [binary], folder, startup_s
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> QdrantServerProcess:
+        self._folder.mkdir(parents=True, exist_ok=True)
+        log = (self._folder / "qdrant.log").open("wb")
+        self._proc = subprocess.Popen(
+            self._cmd, cwd=self._folder, env=self._env, stdout=log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + self._startup_s
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if self._proc.poll() is not None:
+                raise SystemExit(f"qdrant exited during startup (see {self._folder}/qdrant.log)")
+            time.sleep(0.2)
+        self.__exit__(None, None, None)
+        raise SystemExit(f"qdrant not ready in {self._startup_s:.0f} s")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(30)
+            self._proc = None

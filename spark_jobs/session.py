@@ -90,10 +90,10 @@ def get_spark(
     jar = Path(s.hudi_spark_jar) if s.hudi_spark_jar else local_bundle_jar(s.hudi_spark_bundle)
     packages: list[str] = []
     jars: list[str] = []
-    # The product rules (spark_jobs/jvm), compiled on first use. Without a JDK here they
-    # may still come from `spark-submit --jars`; the jobs say so when they do not.
+    # The product rules (the Maven module rules/), built on first use. Without Maven here
+    # they may still come from `spark-submit --jars`; the jobs say so when they do not.
     try:
-        jars.append(str(rules_jar()))
+        jars.append(str(rules_jar(s)))
     except JobError as e:
         logger.warning("%s", e)
     if jar is not None:

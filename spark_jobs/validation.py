@@ -1,11 +1,11 @@
 """Row-level validation of incoming product records: the product rules as Spark functions.
 
-The rules run as one Java call per row (spark_jobs/jvm/hudirag/rules/ProductRules.java,
-in the jar spark_jobs/rules_jar.py builds), registered on the session here as two SQL
-functions:
+The rules run as one Java call per row (rules/src/main/java/hudirag/rules/ProductRules.java,
+a Maven module, in the jar spark_jobs/rules_jar.py builds), registered on the session here
+as two SQL functions:
 - `check_json(spark, value, ingestion_ts)`: a JSON line -> its checked row, or null for a
   blank line. Keys are matched per row, case-insensitively and by alias, the column's own
-  name first, else the first alias in the row; a key holding U+0000 rejects the row.
+  name first, else the first alias in the row; other keys are ignored.
 - `validate(df, ingestion_ts)`: source rows of strings (one per table column, null when
   the source has none, plus `_op` and `_malformed`; CSV and Parquet, spark_jobs/inputs.py)
   -> checked rows.

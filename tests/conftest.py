@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 # the end. Longest-first keeps both workers busy to the end. Only the order changes; a file
 # missing here (renamed, new) runs after these, in collection order.
 LONGEST_FIRST = (
+    "tests/sync/test_sync_two_syncers.py",  # 60 s (server tier: two syncer processes)
     "tests/sync/test_sync_aged.py",  # 88 s
     "tests/sync/test_sync_removals.py",  # 86 s
     "tests/spark_jobs/test_ingest.py",  # 79 s
@@ -45,8 +46,11 @@ LONGEST_FIRST = (
     "tests/sync/test_sync_delete_paths.py",  # 32 s
     "tests/embedding/test_embedding.py",  # 29 s
     "tests/sync/test_sync_service.py",  # 28 s
+    "tests/api/test_api_engines.py",  # 35 s (three services, one per engine)
     "tests/api/test_api_input.py",  # 22 s
     "tests/web/test_web_e2e.py",  # 19 s
+    "tests/api/test_recommend_stream.py",  # 15 s
+    "tests/spark_jobs/test_rules_jar.py",  # 15 s: Maven (rules/), measured 2026-11-27
     "tests/e2e/test_s3.py",  # 13 s
     "tests/spark_jobs/test_product_validation.py",  # 13 s
     "tests/llm/test_llm.py",  # 11 s
@@ -103,5 +107,7 @@ def embedder() -> Embedder:
     return embedder_for(Settings())
 
 
-# The local OpenAI-compatible server (`openai_stub`, `openai_stub_server`) for every module.
+# The local OpenAI-compatible server (`openai_stub`, `openai_stub_server`) and the session's
+# Qdrant server (`qdrant_server`) for every module.
 from tests.openai_stub import openai_stub_fixture, openai_stub_server_fixture  # noqa: E402, F401
+from tests.qdrant_server import qdrant_server_fixture  # noqa: E402, F401

@@ -2,6 +2,9 @@
 
 Only `POST /v1/chat/completions` is served. Each request takes the next queued behaviour
 (the last one repeats), and every request body is recorded so tests can read the prompt.
+A request with `"stream": true` gets its answer as OpenAI chunk events (SSE), at once or,
+with `Trickle`, token by token at a set rate; a stream whose reader leaves before its end
+is counted in `disconnects`.
 
     def test_x(openai_stub):
         openai_stub.respond(Fail(429), Answer("Try [id:1]."))   # 429, then an answer
@@ -56,13 +59,27 @@ class Slow:
 
 
 @dataclass(frozen=True)
+class Trickle:
+    """`then`'s answer at `tokens_per_second` (a whole-answer request waits as long).
+
+    `cut_after`: a stream drops its connection after this many tokens, unfinished.
+    """
+
+    tokens_per_second: float
+    then: Answer | Echo = field(default_factory=Echo)
+    cut_after: int | None = None
+
+
+@dataclass(frozen=True)
 class Hang:
     """Never answer: hold the connection until the stub is given new behaviours (or stops)."""
 
 
-Behaviour = Answer | Echo | Fail | Slow | Hang
+Behaviour = Answer | Echo | Fail | Slow | Trickle | Hang
 
 _PRODUCTS_BLOCK = re.compile(r"<products>(.*?)</products>", re.DOTALL)
+# A "token": a word with the spaces before it, so the tokens join back into the text.
+_TOKEN = re.compile(r"\s*\S+")
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,10 @@ class OpenAIStub:
         self._lock = threading.Lock()
         self._behaviours: list[Behaviour] = [Echo()]
         self.requests: list[RecordedRequest] = []
+        # Streams whose reader closed the connection before the last token.
+        self.disconnects = 0
+        # time.monotonic() as each stream's first token was sent.
+        self.first_tokens: list[float] = []
         # Set to release the handlers of hung requests; replaced by each `respond`.
         self._release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
@@ -109,8 +130,14 @@ class OpenAIStub:
         with self._lock:
             self._behaviours = list(behaviours) or [Echo()]
             self.requests = []
+            self.disconnects = 0
+            self.first_tokens = []
             self._release.set()
             self._release = threading.Event()
+
+    def _disconnected(self) -> None:
+        with self._lock:
+            self.disconnects += 1
 
     def _next(self, request: RecordedRequest) -> tuple[Behaviour, threading.Event]:
         with self._lock:
@@ -142,10 +169,15 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 return
             self._behave(behaviour, request)
 
-        def _behave(self, behaviour: Answer | Echo | Fail | Slow, request: RecordedRequest) -> None:
+        def _behave(
+            self, behaviour: Answer | Echo | Fail | Slow | Trickle, request: RecordedRequest
+        ) -> None:
             if isinstance(behaviour, Slow):
                 time.sleep(behaviour.seconds)
                 behaviour = behaviour.then
+            trickle = behaviour if isinstance(behaviour, Trickle) else None
+            if trickle is not None:
+                behaviour = trickle.then
             if isinstance(behaviour, Fail):
                 headers = {}
                 if behaviour.retry_after is not None:
@@ -154,7 +186,46 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 self._send(behaviour.status, _error(f"stub {behaviour.status}", kind), headers)
                 return
             text = behaviour.text if isinstance(behaviour, Answer) else _echo(request)
-            self._send(200, _completion(str(request.body.get("model", "stub")), text))
+            model = str(request.body.get("model", "stub"))
+            if request.body.get("stream"):
+                self._stream(model, text, trickle)
+                return
+            if trickle is not None:
+                time.sleep(len(_TOKEN.findall(text)) / trickle.tokens_per_second)
+            self._send(200, _completion(model, text))
+
+        def _stream(self, model: str, text: str, trickle: Trickle | None) -> None:
+            """OpenAI's chunk events, one token each, then `[DONE]`, in a chunked body: a
+            cut connection is then seen as one by the client, not as the end."""
+            tokens = _TOKEN.findall(text)
+            cut = trickle.cut_after if trickle is not None else None
+            pause = 1 / trickle.tokens_per_second if trickle is not None else 0.0
+            self.close_connection = True
+            try:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                self._event(_chunk(model, {"role": "assistant", "content": ""}))
+                for i, token in enumerate(tokens):
+                    if cut is not None and i == cut:
+                        return  # dropped mid-answer
+                    time.sleep(pause)
+                    if i == 0:
+                        stub.first_tokens.append(time.monotonic())
+                    self._event(_chunk(model, {"content": token}))
+                time.sleep(pause)
+                self._event(_chunk(model, {}, finish="stop"))
+                self._write(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                stub._disconnected()
+
+        def _event(self, payload: dict[str, Any]) -> None:
+            self._write(f"data: {json.dumps(payload)}\n\n".encode())
+
+        def _write(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
         def _send(
             self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
@@ -200,6 +271,16 @@ def _completion(model: str, text: str) -> dict[str, Any]:
             }
         ],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+def _chunk(model: str, delta: dict[str, str], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import calendar
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,21 @@ from app.store import VectorStore, open_store
 from app.sync.engine import SyncEngine
 from app.sync.state import CycleReport
 from app.sync.verify import MirrorReport, mirror_verify
+
+# The engines a sync or API scenario runs on: qdrant-client's local mode in memory, the
+# embedded qdrant-edge shard on disk, and a real Qdrant server (marked `server`: the tier
+# tests/conftest.py leaves out, and says so, when none is configured).
+ENGINES = ["memory", "edge", pytest.param("server", marks=pytest.mark.server)]
+
+
+def engine_settings(engine: str, request: pytest.FixtureRequest, folder: Path) -> dict[str, Any]:
+    """Settings fields that point a harness or a service at `engine`: an edge shard in
+    `folder`, or a collection of its own on the session's server."""
+    if engine == "server":
+        url = request.getfixturevalue("qdrant_server")
+        return {"qdrant_url": url, "qdrant_collection": f"t_{uuid.uuid4().hex[:12]}"}
+    path = ":memory:" if engine == "memory" else str(folder / "edge")
+    return {"qdrant_url": None, "qdrant_path": path}
 
 
 def product(pid: int, ts: int, name: str, description: str, **kw: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from starlette.concurrency import run_in_threadpool
 
 from app.api.admission import Overloaded, RetrievalGate
+from app.api.conversation import ConversationCodec
 from app.api.services import Services
 from app.core.config import Settings
 from app.llm import Generator
@@ -58,11 +59,16 @@ async def get_retrieval_gate(services: ServicesDep) -> RetrievalGate:
     return services.retrieval_gate
 
 
+async def get_conversations(services: ServicesDep) -> ConversationCodec:
+    return services.conversations
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RetrieverDep = Annotated[Retriever, Depends(get_retriever)]
 GeneratorDep = Annotated[Generator, Depends(get_generator)]
 UnderstandingDep = Annotated[QueryUnderstanding, Depends(get_understanding)]
 RetrievalGateDep = Annotated[RetrievalGate, Depends(get_retrieval_gate)]
+ConversationsDep = Annotated[ConversationCodec, Depends(get_conversations)]
 
 # auto_error=False: a missing key is our 401 with a message, and no key is fine when
 # API_KEY is unset.

@@ -6,11 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.api.conversation import MAX_TOKEN_CHARS
 from app.api.text import SafeText
 from app.llm.types import DegradedReason, GeneratorName
-from app.query import AppliedFilter, ConstraintField
+from app.query import AppliedFilter
 from app.query.plan import FilterSource
-from app.query.types import ParserName
+from app.query.types import FilterField, ParserName
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
@@ -55,10 +56,19 @@ class RecommendRequest(BaseModel):
     filters: RecommendFilters | None = Field(
         None, description="Explicit filters; each one wins over the same one heard in the query."
     )
-    ignore_parsed: list[ConstraintField] = Field(
+    ignore_parsed: list[FilterField] = Field(
         default_factory=list,
-        max_length=4,
-        description="Constraints heard in the query to leave out (a chip the shopper removed).",
+        max_length=6,
+        description="Filters heard in the query or carried by the conversation to leave out "
+        "(a chip the shopper removed).",
+    )
+    conversation: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_TOKEN_CHARS,
+        strict=True,
+        description="The `conversation` of an earlier answer: this query is a follow-up of "
+        'that turn ("cheaper", "in black", "more like the second one", "not Samsung").',
     )
 
     @field_validator("query")
@@ -101,11 +111,16 @@ class ProductOut(BaseModel):
 class FilterApplied(BaseModel):
     """A filter the search used, and where it came from."""
 
-    field: ConstraintField
+    field: FilterField
     value: str | float
-    source: FilterSource = Field(description="query: heard in the words; request: `filters`.")
+    source: FilterSource = Field(
+        description="query: heard in the words; request: `filters`; conversation: carried "
+        "from the turn this one follows up."
+    )
     label: str = Field(description='For display, e.g. "≤ $100".')
-    text: str | None = Field(description="The shopper's words it was heard in (query only).")
+    text: str | None = Field(
+        description="The shopper's words it was heard in (query, or the earlier turn's)."
+    )
     hard: bool = Field(description="Hard filters exclude; the soft price preference reorders.")
 
     @classmethod
@@ -137,6 +152,10 @@ class SearchResponse(BaseModel):
         description="When fewer than top_k products fit the hard price filters: the closest "
         "relevant products outside them, offered as such (not matches).",
     )
+    conversation: str = Field(
+        description="This turn's state, signed: send it back as the request's "
+        "`conversation` to follow up on this answer (valid CONVERSATION_TTL_SECONDS)."
+    )
 
 
 class RecommendResponse(SearchResponse):
@@ -145,6 +164,16 @@ class RecommendResponse(SearchResponse):
     degraded: bool
     degraded_reason: DegradedReason | None = Field(
         None, description="Why the answer is extractive although an LLM is configured."
+    )
+
+
+class RecommendStreamDone(RecommendResponse):
+    """The last event of a streamed /recommend: the JSON response, and whether the text
+    streamed before it was replaced by `message` (docs/http-api.md)."""
+
+    text_replaced: bool = Field(
+        description="True when `message` is not the text the `delta` events carried: the "
+        "LLM failed (or its answer failed the grounding check) after text went out."
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from app.api.admission import RetrievalGate
+from app.api.conversation import ConversationCodec, conversation_secret
 from app.core.config import Settings
 from app.embedding import Embedder, embedder_for
 from app.embedding.onnx_query import build_onnx_query_encoder
@@ -38,6 +39,7 @@ class Services:
     runner: SyncRunner | None
     metrics_registry: CollectorRegistry
     retrieval_gate: RetrievalGate
+    conversations: ConversationCodec
 
     def is_ready(self) -> bool:
         """Serving a complete index: a first cycle done here, or a checkpoint left by the syncer."""
@@ -95,5 +97,8 @@ def build_services(settings: Settings) -> Services:
         metrics_registry=registry,
         retrieval_gate=RetrievalGate(
             settings.retrieval_concurrency, settings.retrieval_max_waiting
+        ),
+        conversations=ConversationCodec(
+            conversation_secret(settings), settings.conversation_ttl_seconds
         ),
     )

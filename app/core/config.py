@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     hudi_spark_bundle: str = HUDI_SPARK_BUNDLE
     # A local jar wins over --packages (./test.sh and ./uvicorn.sh fetch it with Maven).
     hudi_spark_jar: str | None = None
+    # The product rules' jar built elsewhere (the Spark image's); default: built from rules/
+    # with Maven on first use (spark_jobs/rules_jar.py).
+    product_rules_jar: str | None = None
     quarantine_dir: str = ""  # default: $DATA_DIR/quarantine
 
     # --- vector store ---------------------------------------------------------------
@@ -80,6 +83,9 @@ class Settings(BaseSettings):
     sync_interval_seconds: float = Field(30.0, ge=0.5)
     # Where the cross-process sync lock lives (share it between syncer containers).
     sync_lock_dir: str = ""  # default: $DATA_DIR
+    # With a Qdrant server: how long a syncer's lease lasts unless renewed (app/sync/lease.py);
+    # a dead syncer is replaced after at most this long. Renewed every third of it.
+    sync_lease_seconds: float = Field(120.0, ge=2)
     # Chunk vectors made by `python -m spark_jobs.embed`: a chunk whose content key is
     # there is loaded, not embedded. Default: beside the table (default_vectors_path);
     # where no table exists the sync embeds everything itself.
@@ -137,6 +143,13 @@ class Settings(BaseSettings):
     llm_breaker_failures: int = Field(5, ge=1)
     # ... and then lets one background probe through per interval.
     llm_breaker_probe_seconds: float = Field(10.0, gt=0)
+
+    # --- conversations (follow-ups; app/api/conversation.py) ---------------------------
+    # The key conversation tokens are signed with: the same on every replica. Unset: one
+    # kept in $DATA_DIR/conversation.key (made on first start).
+    conversation_secret: SecretStr | None = Field(None, min_length=16)
+    # A follow-up must come within this long of the answer it refines.
+    conversation_ttl_seconds: float = Field(1800.0, gt=0)
 
     # --- HTTP ----------------------------------------------------------------------------
     max_query_chars: int = Field(500, ge=1)

@@ -7,10 +7,10 @@ fallback whenever the LLM fails or gives an answer that cannot be trusted.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 from app.llm.grounding import unknown_references
-from app.llm.types import DegradedReason, Recommendation
+from app.llm.types import AnswerPart, DegradedReason, Recommendation
 from app.retrieval.types import RetrievedProduct
 
 MAX_ALTERNATIVES = 3
@@ -21,6 +21,8 @@ NO_MATCH_MESSAGE = (
 )
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Where a finished answer is cut into stream pieces: after each sentence's space.
+_PIECE_END = re.compile(r"(?<=[.!?;] )")
 _WORD = re.compile(r"[a-z0-9]+")
 # Too common to say why a sentence fits the query.
 _STOPWORDS = frozenset(
@@ -68,8 +70,21 @@ class ExtractiveGenerator:
     async def generate(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
         return extractive_recommendation(query, products)
 
+    def stream(
+        self, query: str, products: Sequence[RetrievedProduct]
+    ) -> AsyncGenerator[AnswerPart, None]:
+        return replay(extractive_recommendation(query, products))
+
     async def aclose(self) -> None:
         return None
+
+
+async def replay(answer: Recommendation) -> AsyncGenerator[AnswerPart, None]:
+    """A finished answer as a stream: its message in sentence pieces, then the answer."""
+    for piece in _PIECE_END.split(answer.message):
+        if piece:
+            yield piece
+    yield answer
 
 
 def extractive_recommendation(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol
 
 from app.core.config import Settings
 from app.llm.breaker import CircuitBreaker
 from app.llm.extractive import ExtractiveGenerator
 from app.llm.openai_generator import OpenAIGenerator
-from app.llm.types import Recommendation
+from app.llm.types import AnswerPart, Recommendation
 from app.retrieval.types import RetrievedProduct
 
 
@@ -17,6 +17,13 @@ class Generator(Protocol):
     async def generate(
         self, query: str, products: Sequence[RetrievedProduct]
     ) -> Recommendation: ...
+
+    def stream(
+        self, query: str, products: Sequence[RetrievedProduct]
+    ) -> AsyncGenerator[AnswerPart, None]:
+        """The answer as it is written: text pieces, then the `Recommendation` (always last;
+        no exception but cancellation escapes)."""
+        ...
 
     async def aclose(self) -> None: ...
 

@@ -11,6 +11,10 @@ moment (each answers extractively, `degraded`, with the reason):
 - a cap on calls in flight: past it a request is answered at once instead of queueing for
   a connection or a provider's rate limit (at 50 req/s with no cap, requests queued for
   10-25 s behind a 2 s LLM).
+
+`stream` applies the same three limits and the same checks to a streamed completion
+(docs/http-api.md, "Streamed answers"): the client retries only before the first token,
+the deadline bounds the whole stream, and the grounding check runs on the finished text.
 """
 
 from __future__ import annotations
@@ -18,17 +22,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
+import httpx
 import openai
 from openai import AsyncOpenAI
 
 from app.llm.breaker import BreakerState, CircuitBreaker
-from app.llm.extractive import extractive_recommendation
+from app.llm.extractive import extractive_recommendation, replay
 from app.llm.grounding import cited_ids, unknown_references
 from app.llm.metrics import LLMOutcome, SkipReason, record_llm_outcome, record_llm_skipped
 from app.llm.prompt import build_messages
-from app.llm.types import LLMFailure, Recommendation
+from app.llm.types import AnswerPart, LLMFailure, Recommendation
 from app.retrieval.types import RetrievedProduct
 
 logger = logging.getLogger(__name__)
@@ -75,6 +80,8 @@ class OpenAIGenerator:
         self._in_flight = 0
         # Strong references: the event loop keeps only weak ones to running tasks.
         self._probes: set[asyncio.Task[Recommendation]] = set()
+        # Streams whose reader left: cancelled, kept until their cleanup has run.
+        self._abandoned: set[asyncio.Task[tuple[LLMOutcome, str]]] = set()
         self._client = AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
@@ -91,6 +98,43 @@ class OpenAIGenerator:
         return self.breaker.state
 
     async def generate(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
+        skipped = self._admit(query, products)
+        if skipped is not None:
+            return skipped
+        return await self._ask(query, products)
+
+    async def stream(
+        self, query: str, products: Sequence[RetrievedProduct]
+    ) -> AsyncGenerator[AnswerPart, None]:
+        skipped = self._admit(query, products)
+        if skipped is not None:
+            async for part in replay(skipped):
+                yield part
+            return
+        # The LLM is read in its own task, so no timeout scope spans a `yield` (a slow
+        # reader would take the cancellation), and a reader that leaves cancels it.
+        pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        task = asyncio.create_task(self._ask_streamed(query, products, pieces.put_nowait))
+        streamed = False
+        try:
+            while (piece := await _joined(pieces)) is not None:
+                streamed = True
+                yield piece
+            outcome, text = await task
+        finally:
+            if not task.done():
+                task.cancel()  # closes the HTTP stream to the LLM
+                self._abandoned.add(task)
+                task.add_done_callback(self._abandoned.discard)
+        answer = self._answer(query, products, outcome, text)
+        if streamed:
+            yield answer  # replaced, if it failed after text went out
+        else:
+            async for part in replay(answer):
+                yield part
+
+    def _admit(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation | None:
+        """The answer to give without waiting on the LLM, or None when it is to be asked."""
         if not products:
             # Nothing to recommend and nothing to ground an answer in: the fixed
             # "no match" message is the right answer, not a degraded one.
@@ -107,10 +151,10 @@ class OpenAIGenerator:
             return _skip(query, products, "breaker_open")
         if self._in_flight >= self.max_in_flight:
             return _skip(query, products, "at_capacity")
-        return await self._ask(query, products)
+        return None
 
     async def aclose(self) -> None:
-        for task in list(self._probes):
+        for task in [*self._probes, *self._abandoned]:
             task.cancel()
         await self._client.close()
 
@@ -119,33 +163,67 @@ class OpenAIGenerator:
         started = time.perf_counter()
         self._in_flight += 1
         try:
-            outcome, answer = await self._attempt(query, products)
+            outcome, answer = await self._attempt(self._complete(query, products), products)
         finally:
             self._in_flight -= 1
+        self._record(outcome, answer, started)
+        return self._answer(query, products, outcome, answer)
+
+    async def _ask_streamed(
+        self,
+        query: str,
+        products: Sequence[RetrievedProduct],
+        emit: Callable[[str | None], None],
+    ) -> tuple[LLMOutcome, str]:
+        """`_ask` for a streamed completion: text goes to `emit` as it comes, then None.
+
+        Cancelled (the reader left), it records nothing: that is no failure of the LLM.
+        """
+        started = time.perf_counter()
+        self._in_flight += 1
+        try:
+            outcome, answer = await self._attempt(
+                self._complete_streamed(query, products, emit), products
+            )
+        finally:
+            self._in_flight -= 1
+        emit(None)
+        self._record(outcome, answer, started)
+        return outcome, answer
+
+    def _record(self, outcome: LLMOutcome, answer: str, started: float) -> None:
         if outcome in _ENDPOINT_OK:
             self.breaker.record_success()
         else:
             self.breaker.record_failure()
         record_llm_outcome(outcome)
+        elapsed = time.perf_counter() - started
         if outcome == "ok":
-            logger.debug("LLM answered in %.2fs", time.perf_counter() - started)
+            logger.debug("LLM answered in %.2fs", elapsed)
+        else:
+            logger.warning(
+                "LLM answer unusable (%s after %.2fs: %s); answering extractively",
+                outcome,
+                elapsed,
+                answer,
+            )
+
+    @staticmethod
+    def _answer(
+        query: str, products: Sequence[RetrievedProduct], outcome: LLMOutcome, answer: str
+    ) -> Recommendation:
+        if outcome == "ok":
             return Recommendation(answer, "openai", False, cited_ids(answer))
-        logger.warning(
-            "LLM answer unusable (%s after %.2fs: %s); answering extractively",
-            outcome,
-            time.perf_counter() - started,
-            answer,
-        )
         return extractive_recommendation(query, products, reason=outcome)
 
     async def _attempt(
-        self, query: str, products: Sequence[RetrievedProduct]
+        self, call: Awaitable[str], products: Sequence[RetrievedProduct]
     ) -> tuple[LLMOutcome, str]:
         """("ok", the answer) or (what went wrong, a description for the log)."""
         try:
             async with asyncio.timeout(self.deadline_seconds):
-                answer = await self._complete(query, products)
-        except (TimeoutError, openai.APIError) as err:
+                answer = await call
+        except (TimeoutError, openai.APIError, httpx.TransportError, StreamCut) as err:
             return _classify(err), repr(err)
         except Exception as err:  # a malformed response must not turn into a 500
             logger.exception("LLM call failed unexpectedly")
@@ -167,6 +245,60 @@ class OpenAIGenerator:
             return ""
         return (response.choices[0].message.content or "").strip()
 
+    async def _complete_streamed(
+        self,
+        query: str,
+        products: Sequence[RetrievedProduct],
+        emit: Callable[[str | None], None],
+    ) -> str:
+        """The streamed completion, emitted as it comes and returned whole; stripped as
+        `_complete`'s is, so both give the same text for the same completion."""
+        stream = await self._client.chat.completions.create(
+            model=self.model,
+            messages=build_messages(query, products),
+            max_tokens=MAX_ANSWER_TOKENS,
+            stream=True,
+        )
+        text: list[str] = []
+        finished = False
+        held = ""  # whitespace not sent yet: at the end it is stripped
+        async with stream:
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                finished = finished or chunk.choices[0].finish_reason is not None
+                piece = chunk.choices[0].delta.content
+                if not piece:
+                    continue
+                held += piece
+                if not text:
+                    held = held.lstrip()
+                body = held.rstrip()
+                if body:
+                    text.append(body)
+                    emit(body)
+                    held = held[len(body) :]
+        if not finished:
+            raise StreamCut("the stream ended before the answer did (no finish_reason)")
+        return "".join(text)
+
+
+async def _joined(pieces: asyncio.Queue[str | None]) -> str | None:
+    """The next piece joined with those already waiting (one event for all, when the reader
+    fell behind); None once the stream has ended."""
+    piece = await pieces.get()
+    while piece is not None and not pieces.empty():
+        following = pieces.get_nowait()
+        if following is None:
+            pieces.put_nowait(None)  # the end, for the next call
+            break
+        piece += following
+    return piece
+
+
+class StreamCut(Exception):
+    """A streamed completion ended without its finish_reason: the answer is incomplete."""
+
 
 def _skip(query: str, products: Sequence[RetrievedProduct], reason: SkipReason) -> Recommendation:
     # Counted, never logged per request: while the breaker is open that is every request.
@@ -176,12 +308,13 @@ def _skip(query: str, products: Sequence[RetrievedProduct], reason: SkipReason) 
 
 def _classify(err: BaseException) -> LLMFailure:
     # APITimeoutError is a subclass of APIConnectionError: test it first.
-    if isinstance(err, TimeoutError | openai.APITimeoutError):
+    if isinstance(err, TimeoutError | openai.APITimeoutError | httpx.TimeoutException):
         return "timeout"
     if isinstance(err, openai.RateLimitError):
         return "rate_limited"
     if isinstance(err, openai.InternalServerError):
         return "server_error"
-    if isinstance(err, openai.APIConnectionError):
+    # A stream broken after its first bytes surfaces as httpx's own error, not openai's.
+    if isinstance(err, openai.APIConnectionError | httpx.TransportError | StreamCut):
         return "connection_error"
     return "api_error"

@@ -32,3 +32,8 @@ class Recommendation:
     degraded: bool
     cited_ids: list[int]
     reason: DegradedReason | None = None
+
+
+# What a streamed answer yields: pieces of text as they are written, then the checked
+# answer (whose message is the concatenation of the pieces unless the text was replaced).
+AnswerPart = str | Recommendation

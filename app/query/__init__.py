@@ -5,6 +5,8 @@ by default (phrasebook.json); QUERY_PARSER=llm asks the LLM for a validated JSON
 and falls back to the rules. `plan_filters` merges the parse with the request's explicit
 filters (those win) and says where each filter came from; `constrained_retrieve` runs the
 search and, when a hard price bound leaves nothing, returns the nearest matches labelled.
+In a conversation, `followup` reads the query as a refinement of the last turn ("cheaper",
+"in black", "more like the second one", "not Samsung").
 """
 
 from app.query.offline import OfflineQueryParser

@@ -78,7 +78,8 @@ RETRY_FAILED_READ_SECONDS = 10.0
 
 
 class CategoryVocabulary:
-    """The distinct categories in the store, re-read every `refresh_seconds`.
+    """The distinct categories in the store, re-read every `refresh_seconds` (`FIELD`: a
+    subclass reads another indexed keyword field the same way, e.g. BrandVocabulary).
 
     Read with the store's facet over the indexed `category` field (`keyword_counts`): the
     engine counts from its payload index without reading a point (milliseconds, where the
@@ -90,6 +91,8 @@ class CategoryVocabulary:
     background thread while callers keep the last list. A failed read keeps the last list
     (none yet: no categories) and is retried after RETRY_FAILED_READ_SECONDS.
     """
+
+    FIELD = "category"
 
     def __init__(self, store: VectorStore, refresh_seconds: float) -> None:
         self.store = store
@@ -142,16 +145,26 @@ class CategoryVocabulary:
         else:
             self._categories = found
             self._due = time.monotonic() + self.refresh_seconds
-            logger.debug("catalog categories: %s", sorted(found))
+            logger.debug("catalog %s values: %s", self.FIELD, sorted(found))
         return self._categories
 
     def _read(self) -> frozenset[str] | None:
         """The store's categories, or None when the read failed."""
         try:
-            counts = self.store.keyword_counts("category", limit=MAX_CATEGORIES)
+            counts = self.store.keyword_counts(self.FIELD, limit=MAX_CATEGORIES)
         except StoreError as e:
-            logger.warning("could not read the catalog's categories (keeping the last): %s", e)
+            logger.warning(
+                "could not read the catalog's %s values (keeping the last): %s", self.FIELD, e
+            )
             return None
         if len(counts) >= MAX_CATEGORIES:
-            logger.warning("over %d categories: only the most frequent are heard", MAX_CATEGORIES)
+            logger.warning(
+                "over %d %s values: only the most frequent are heard", MAX_CATEGORIES, self.FIELD
+            )
         return frozenset(name.strip() for name in counts if name.strip())
+
+
+class BrandVocabulary(CategoryVocabulary):
+    """The distinct brands in the store (what "not Samsung" or "only Nike" can name)."""
+
+    FIELD = "brand"

@@ -43,6 +43,15 @@ class Phrasebook:
     determiners: list[str]
     function_words: list[str]
     number_words: dict[str, float]
+    # Follow-ups (app/query/followup.py): phrases that refine the conversation's last turn.
+    followup_similar: list[str]
+    followup_cheaper: list[str]
+    followup_exclude: list[str]
+    followup_openers: list[str]
+    followup_kept_openers: list[str]
+    followup_trailing: list[str]
+    followup_fillers: list[str]
+    ordinal_words: dict[str, int]
 
     def currency_of(self, token: str) -> str | None:
         t = token.lower().strip()

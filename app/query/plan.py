@@ -2,29 +2,32 @@
 
 Explicit filters win field by field: a form's max_price replaces a parsed one, a parsed
 bound that contradicts an explicit one is dropped, and a field the shopper removed (a
-chip taken off the page: `ignore_parsed`) is not parsed again.
+chip taken off the page: `ignore_parsed`) is not parsed again. In a follow-up, what the
+conversation carried comes last: this turn's words win over it the same way.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from app.query.types import Constraint, ConstraintField, ParsedQuery
+from app.query.types import Constraint, ConstraintField, FilterField, ParsedQuery
 from app.store import SearchFilter
 
 logger = logging.getLogger(__name__)
 
-FilterSource = Literal["query", "request"]
+# query: heard in this turn's words; request: the request's `filters`; conversation:
+# carried from the conversation's last turn (a follow-up refines it).
+FilterSource = Literal["query", "request", "conversation"]
 
 
 @dataclass(frozen=True, slots=True)
 class AppliedFilter:
     """One filter the search used. `text`: the shopper's words it came from (query only)."""
 
-    field: ConstraintField
+    field: FilterField
     value: str | float
     source: FilterSource
     label: str
@@ -50,27 +53,34 @@ def money(value: float, symbol: str) -> str:
     return f"{symbol}{value:,.0f}" if value == int(value) else f"{symbol}{value:,.2f}"
 
 
-def label(field: ConstraintField, value: str | float, symbol: str) -> str:
+def label(field: FilterField, value: str | float, symbol: str) -> str:
     if field == "min_price":
         return f"≥ {money(float(value), symbol)}"
     if field == "max_price":
         return f"≤ {money(float(value), symbol)}"
     if field == "price_preference":
         return "lower prices first"
+    if field == "brand":
+        return f"{value} only"
+    if field == "exclude_brand":
+        return f"not {value}"
     return str(value)
 
 
 def plan_filters(
     parsed: ParsedQuery,
     explicit: SearchFilter | None,
-    ignore_parsed: Collection[ConstraintField] = (),
+    ignore_parsed: Collection[FilterField] = (),
     currency_symbol: str = "$",
+    carried: Sequence[Constraint] = (),
 ) -> FilterPlan:
     """Args:
-    parsed: what the query understanding heard.
+    parsed: what the query understanding heard (a follow-up's own constraints included).
     explicit: the request's `filters` (they win).
-    ignore_parsed: fields the shopper removed from what was parsed.
+    ignore_parsed: fields the shopper removed from what was heard (now or earlier).
     currency_symbol: the catalog's, for the labels.
+    carried: what the conversation's last turn applied (app/query/followup.py); each one
+        counts only where neither the request nor this query decides its field.
     """
     given = explicit or SearchFilter()
     values: dict[str, str | float | None] = {
@@ -89,18 +99,33 @@ def plan_filters(
         if value is not None
     ]
     prefer_low = False
-    for c in parsed.constraints:
+    brands: dict[FilterSource, list[str]] = {}
+    excluded: list[str] = []
+    heard: list[tuple[Constraint, FilterSource]] = [(c, "query") for c in parsed.constraints]
+    heard += [(c, "conversation") for c in carried]
+    for c, source in heard:
         if c.field in ignore_parsed or not _fits(c, values):
             continue
         if c.field == "price_preference":
+            if prefer_low:
+                continue
             prefer_low = True
+        elif c.field == "brand":
+            # The newest words name the brands wanted: "only Nike" replaces "only Adidas".
+            if any(s != source for s in brands) or str(c.value) in brands.get(source, []):
+                continue
+            brands.setdefault(source, []).append(str(c.value))
+        elif c.field == "exclude_brand":
+            if str(c.value) in excluded:
+                continue
+            excluded.append(str(c.value))
         else:
             values[c.field] = c.value
         applied.append(
             AppliedFilter(
                 c.field,
                 c.value,
-                "query",
+                source,
                 label(c.field, c.value, currency_symbol),
                 c.text,
                 hard=c.field != "price_preference",
@@ -110,13 +135,15 @@ def plan_filters(
         category=_str(values["category"]),
         min_price=_float(values["min_price"]),
         max_price=_float(values["max_price"]),
+        brands=tuple(b for names in brands.values() for b in names),
+        exclude_brands=tuple(excluded),
     )
     return FilterPlan(flt, tuple(applied), prefer_low)
 
 
 def _fits(c: Constraint, values: dict[str, str | float | None]) -> bool:
     """False when an explicit filter already decides this field or contradicts the bound."""
-    if c.field == "price_preference":
+    if c.field in ("price_preference", "brand", "exclude_brand"):
         return True
     if values[c.field] is not None:
         return False

@@ -129,9 +129,9 @@ def constrained_retrieve(
     # Few fit the price bounds: the relevant products outside them, closest first, never
     # presented as if they fitted (the caller labels them).
     flt = plan.search_filter
-    relaxed = retriever.retrieve(
-        query, top_k * CANDIDATE_FACTOR, SearchFilter(category=flt.category), mode=mode
-    )
+    # Only the price bounds are relaxed: the category and the brands still hold.
+    unbounded = replace(flt, min_price=None, max_price=None)
+    relaxed = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, unbounded, mode=mode)
     best = max([best, *(p.score for p in relaxed)])
     matches = within_margin(matches, best, cut)
     inside = {p.id for p in matches}

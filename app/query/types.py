@@ -12,6 +12,8 @@ CONSTRAINT_FIELDS: tuple[ConstraintField, ...] = (
     "max_price",
     "price_preference",
 )
+# What a filter applied can be: a constraint, or a brand a follow-up named (app/query/followup.py).
+FilterField = Literal[ConstraintField, "brand", "exclude_brand"]
 ParserName = Literal["offline", "llm"]
 # "low": the shopper asked for cheap things; a soft preference that ranks, never excludes.
 PricePreference = Literal["low"]
@@ -26,7 +28,7 @@ class Constraint:
     compared as they are: the catalog's currency is assumed).
     """
 
-    field: ConstraintField
+    field: FilterField
     value: str | float
     text: str
     currency: str | None = None

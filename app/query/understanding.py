@@ -6,7 +6,8 @@ import asyncio
 import logging
 
 from app.core.config import Settings
-from app.query.category import CategoryVocabulary
+from app.query.category import BrandVocabulary, CategoryVocabulary
+from app.query.followup import ConversationState, FollowUpReader, Turn
 from app.query.llm import LLMQueryParser
 from app.query.metrics import record_parse
 from app.query.offline import OfflineQueryParser
@@ -23,6 +24,7 @@ class QueryUnderstanding:
     offline: the rule parser; always runs, and is the answer unless `llm` gives a valid one.
     llm: the optional model parse (QUERY_PARSER=llm).
     currency_symbol: the catalog's, for the labels of the filters applied.
+    brands: the catalog's brands, for follow-ups that name one ("not Samsung").
     """
 
     def __init__(
@@ -31,11 +33,14 @@ class QueryUnderstanding:
         offline: OfflineQueryParser,
         llm: LLMQueryParser | None = None,
         currency_symbol: str = "$",
+        brands: CategoryVocabulary | None = None,
     ) -> None:
         self.vocabulary = vocabulary
         self.offline = offline
         self.llm = llm
         self.currency_symbol = currency_symbol
+        self.brands = brands
+        self.followups = FollowUpReader(offline.book)
 
     async def parse(self, query: str) -> ParsedQuery:
         # Only the first call blocks on a store read (later refreshes run in the
@@ -49,9 +54,27 @@ class QueryUnderstanding:
             return parsed
         return await self.llm.parse(query, categories, fallback=parsed)
 
+    async def follow_up(self, parsed: ParsedQuery, state: ConversationState | None) -> Turn:
+        """`parsed` read in its conversation (app/query/followup.py).
+
+        Raises:
+            FollowUpError: it points at a product the last turn did not show.
+        """
+        if state is None:
+            return Turn(parsed)
+        categories = await _vocabulary(self.vocabulary)
+        brands = await _vocabulary(self.brands) if self.brands is not None else frozenset()
+        return self.followups.read(parsed, state, brands, categories)
+
     async def aclose(self) -> None:
         if self.llm is not None:
             await self.llm.aclose()
+
+
+async def _vocabulary(vocabulary: CategoryVocabulary) -> frozenset[str]:
+    # Only the first read blocks on the store, off the event loop.
+    found = vocabulary.peek()
+    return found if found is not None else await asyncio.to_thread(vocabulary.get)
 
 
 def build_query_understanding(settings: Settings, store: VectorStore) -> QueryUnderstanding:
@@ -75,4 +98,5 @@ def build_query_understanding(settings: Settings, store: VectorStore) -> QueryUn
         OfflineQueryParser(book),
         llm,
         symbol,
+        BrandVocabulary(store, settings.category_refresh_seconds),
     )

@@ -22,8 +22,13 @@ from app.store.hybrid import FusionSpec, SparseVec
 VectorLike = Sequence[float] | npt.NDArray[np.floating[Any]]
 
 # Payload fields with an index: product_id for grouping and per-product deletes, the
-# other two for the retrieval filters (applied inside the vector search).
-INDEXED_FIELDS: dict[str, str] = {"product_id": "integer", "category": "keyword", "price": "float"}
+# others for the retrieval filters (applied inside the vector search) and their facets.
+INDEXED_FIELDS: dict[str, str] = {
+    "product_id": "integer",
+    "category": "keyword",
+    "price": "float",
+    "brand": "keyword",
+}
 GROUP_FIELD = "product_id"
 # How many chunks the chunk's product has (written by the sync; read by app.store.grouping).
 COUNT_FIELD = "chunk_count"
@@ -95,15 +100,27 @@ class ProductHit:
 
 @dataclass(frozen=True, slots=True)
 class SearchFilter:
-    """Retrieval filters; bounds are inclusive. All None means no filter."""
+    """Retrieval filters; bounds are inclusive. All None (and no brands) means no filter.
+
+    `brands`: only products of one of these (exact payload values); `exclude_brands`: none
+    of these (a product without a brand is never excluded).
+    """
 
     category: str | None = None
     min_price: float | None = None
     max_price: float | None = None
+    brands: tuple[str, ...] = ()
+    exclude_brands: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return self.category is None and self.min_price is None and self.max_price is None
+        return (
+            self.category is None
+            and self.min_price is None
+            and self.max_price is None
+            and not self.brands
+            and not self.exclude_brands
+        )
 
 
 class VectorStore(Protocol):

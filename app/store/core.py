@@ -172,6 +172,10 @@ class StoreCore(ABC):
             must.append(self._match("category", flt.category))
         if flt is not None and (flt.min_price is not None or flt.max_price is not None):
             must.append(self._range("price", flt.min_price, flt.max_price))
+        if flt is not None and flt.brands:
+            must.append(self._match_any("brand", list(flt.brands)))
+        if flt is not None and flt.exclude_brands:
+            must_not.append(self._match_any("brand", list(flt.exclude_brands)))
         if product_id is not None:
             must.append(self._match(GROUP_FIELD, product_id))
         if products:
@@ -390,7 +394,7 @@ class StoreCore(ABC):
     def _match(self, key: str, value: Any) -> Any: ...
 
     @abstractmethod
-    def _match_any(self, key: str, values: list[int]) -> Any: ...
+    def _match_any(self, key: str, values: list[int] | list[str]) -> Any: ...
 
     @abstractmethod
     def _range(self, key: str, gte: float | None, lte: float | None) -> Any: ...

@@ -267,7 +267,7 @@ class EdgeStore(StoreCore):
     def _match(self, key: str, value: Any) -> qe.FieldCondition:
         return qe.FieldCondition(key=key, match=qe.MatchValue(value))
 
-    def _match_any(self, key: str, values: list[int]) -> qe.FieldCondition:
+    def _match_any(self, key: str, values: list[int] | list[str]) -> qe.FieldCondition:
         return qe.FieldCondition(key=key, match=qe.MatchAny(values))
 
     def _range(self, key: str, gte: float | None, lte: float | None) -> qe.FieldCondition:

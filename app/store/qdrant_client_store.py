@@ -26,6 +26,7 @@ from app.store.base import (
     PayloadUpdate,
     ProductHit,
     StoreDimensionError,
+    StoreError,
     StoreSchemaError,
 )
 from app.store.core import Branch, Request, StoreCore, stored_hit
@@ -34,6 +35,9 @@ from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
 logger = logging.getLogger(__name__)
 
 _STATE_KEY = "sync_state"
+# The sync lease's one point (app/sync/lease.py), in a companion collection without vectors.
+_LEASE_SUFFIX = "__sync_lease"
+_LEASE_POINT = "5e1f0000-0000-4000-8000-000000000001"
 
 
 class QdrantClientStore(StoreCore):
@@ -95,13 +99,19 @@ class QdrantClientStore(StoreCore):
             params = models.VectorParams(size=dim, distance=models.Distance.COSINE)
             # IDF is computed by the engine over the collection at query time.
             sparse = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
-            self._call(
-                "create_collection",
-                client.create_collection,
-                name,
-                vectors_config=params,
-                sparse_vectors_config=sparse,
-            )
+            try:
+                self._call(
+                    "create_collection",
+                    client.create_collection,
+                    name,
+                    vectors_config=params,
+                    sparse_vectors_config=sparse,
+                )
+            except StoreError:
+                # Another syncer or replica starting beside this one created it first.
+                if not self._call("collection_exists", client.collection_exists, name):
+                    raise
+                return self.ensure_collection(dim)
         if self._local:
             return  # local mode ignores payload indexes (and warns on each one)
         for field_name, schema in self._index_schemas().items():
@@ -152,7 +162,7 @@ class QdrantClientStore(StoreCore):
     def _match(self, key: str, value: Any) -> models.FieldCondition:
         return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
-    def _match_any(self, key: str, values: list[int]) -> models.FieldCondition:
+    def _match_any(self, key: str, values: list[int] | list[str]) -> models.FieldCondition:
         return models.FieldCondition(key=key, match=models.MatchAny(any=values))
 
     def _range(self, key: str, gte: float | None, lte: float | None) -> models.FieldCondition:
@@ -299,6 +309,47 @@ class QdrantClientStore(StoreCore):
         self._call(
             "save_state", self._client.update_collection, self._collection, metadata=metadata
         )
+
+    # --- sync lease (app/sync/lease.py) ------------------------------------------------
+    def claim_lease(
+        self, holder: str, until: float, now: float, *, release: bool = False
+    ) -> dict[str, Any] | None:
+        name, client = self._collection + _LEASE_SUFFIX, self._client
+        if not self._call("collection_exists", client.collection_exists, name):
+            try:
+                self._call("create_collection", client.create_collection, name, vectors_config={})
+            except StoreError:
+                if not self._call("collection_exists", client.collection_exists, name):
+                    raise  # not another claimant creating it first
+        mine = self._match("holder", holder)
+        # The condition is checked by the server against the stored point, in update order:
+        # renew our own lease or take an expired one; a missing point is inserted.
+        condition = (
+            models.Filter(must=[mine])
+            if release
+            else models.Filter(
+                should=[mine, models.FieldCondition(key="until", range=models.Range(lt=now))]
+            )
+        )
+        payload = {"holder": holder, "until": until}
+        self._call(
+            "claim_lease",
+            client.upsert,
+            name,
+            [models.PointStruct(id=_LEASE_POINT, vector={}, payload=payload)],
+            update_filter=condition,
+            update_mode=models.UpdateMode.UPDATE_ONLY if release else None,
+            ordering=models.WriteOrdering.STRONG,
+            wait=True,
+        )
+        return self.read_lease()
+
+    def read_lease(self) -> dict[str, Any] | None:
+        name, client = self._collection + _LEASE_SUFFIX, self._client
+        if not self._call("collection_exists", client.collection_exists, name):
+            return None
+        records = self._call("read_lease", client.retrieve, name, [_LEASE_POINT])
+        return dict(records[0].payload or {}) if records else None
 
     def optimize(self) -> bool:
         # A server indexes in the background; local mode is brute force with nothing to build.

@@ -8,7 +8,8 @@
 --verify  check the mirror invariant; prints `missing N`, `stale N`, `extra N`; exit 1 if any
 
 Exit codes: 0 done, 1 verify found differences, 2 store/table error, 3 another process
-is syncing the same collection (see app/sync/lock.py).
+is syncing the same collection (app/sync/lock.py on this host, app/sync/lease.py across
+hosts sharing a Qdrant server; --loop waits for it instead).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from app.store import StoreError, open_store
 from app.sync.backoff import RetryLoop
 from app.sync.engine import SyncEngine
 from app.sync.hudi_source import TableReadError
+from app.sync.lease import LeaseHeldError
 from app.sync.lock import SyncBusyError
 from app.sync.verify import mirror_verify
 
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         finally:
             store.close()
-    except SyncBusyError as e:
+    except (SyncBusyError, LeaseHeldError) as e:
         print(f"busy: {e}", file=sys.stderr)
         return 3
     except (StoreError, TableReadError) as e:
@@ -86,6 +88,8 @@ def _loop(engine: SyncEngine, interval: float) -> int:
             time.sleep(delay)
     except KeyboardInterrupt:
         pass
+    if engine.lease is not None:
+        engine.lease.release()  # the next syncer need not wait for the expiry
     return 0
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from app.core.errors import is_transient
 from app.sync.engine import CycleCancelledError, CycleInProgressError
+from app.sync.lease import LeaseHeldError
 from app.sync.lock import SyncBusyError
 
 MAX_BACKOFF_SECONDS = 300.0
@@ -71,6 +72,11 @@ class RetryLoop:
             # The second syncer waits its turn instead of writing alongside.
             delay = self.backoff.success()
             self.logger.warning("%s; retrying in %.0fs", e, delay)
+            return delay
+        except LeaseHeldError as e:
+            # A syncer on another host holds the lease: try again when it would expire.
+            delay = max(self.backoff.success(), e.retry_in + 0.5)
+            self.logger.info("%s; retrying in %.0fs", e, delay)
             return delay
         except Exception as e:
             # Whatever it is (table mid-write, S3 throttle, store restart), the next cycle

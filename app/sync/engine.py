@@ -20,7 +20,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
@@ -33,6 +33,7 @@ from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
 from app.sync.chunk_vectors import ChunkVectorSource
 from app.sync.chunking import ProductChunker
 from app.sync.hudi_source import TableSnapshot, WindowChanges
+from app.sync.lease import LeaseHeldError, SyncLease
 from app.sync.lock import SyncLock
 from app.sync.progress import Progress
 from app.sync.removals import scan_removals
@@ -89,6 +90,8 @@ class SyncEngine:
         self._cycle_lock = threading.Lock()
         # ... and across processes (an API with SYNC_MODE=embedded vs `app.sync --loop`).
         self._process_lock = SyncLock.for_settings(settings)
+        # ... and across hosts sharing a Qdrant server (None for a store of one process).
+        self.lease = SyncLease.for_settings(settings, store)
         self._stop = threading.Event()
         # Points written since the index was last built (the checkpoint's `unindexed` at the
         # start of a cycle); see ROLL_AFTER_POINTS.
@@ -105,6 +108,12 @@ class SyncEngine:
         store.ensure_collection(embedder.dim)
         cp = self.checkpoint()
         self.totals.checkpoint = cp.completed if cp else None
+
+    @property
+    def serves_others_index(self) -> bool:
+        """Another host's syncer holds the lease: this process serves what that one writes."""
+        holder = self.totals.lease_holder
+        return self.lease is not None and holder is not None and holder != self.lease.holder
 
     @property
     def running(self) -> bool:
@@ -181,8 +190,18 @@ class SyncEngine:
         finally:
             self._cycle_lock.release()
 
-    def _held(self) -> contextlib.AbstractContextManager[None]:
-        return self._process_lock.hold() if self._process_lock else contextlib.nullcontext()
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        with self._process_lock.hold() if self._process_lock else contextlib.nullcontext():
+            if self.lease is not None:
+                try:
+                    state = self.lease.claim()
+                except LeaseHeldError as e:
+                    self.totals.lease_holder = e.state.holder  # for /sync/status, readiness
+                    self.totals.lease_until = e.state.until
+                    raise
+                self.totals.lease_holder, self.totals.lease_until = state.holder, state.until
+            yield
 
     def _record(self, report: CycleReport) -> None:
         t = self.totals
@@ -230,6 +249,8 @@ class SyncEngine:
 
         if latest is not None and report.mode != "noop":
             self._build_index(report, OPTIMIZE_AFTER_UNINDEXED)
+            if self.lease is not None:
+                self.lease.confirm()  # no checkpoint from a syncer that lost its lease
             self.store.save_state(
                 SyncCheckpoint(
                     completed=latest.completed,
@@ -377,8 +398,11 @@ class SyncEngine:
         return before - self.store.count()
 
     def _check_stop(self) -> None:
+        """Between batches: stop for shutdown, and keep the lease of a long cycle."""
         if self._stop.is_set():
             raise CycleCancelledError("sync cycle stopped for shutdown")
+        if self.lease is not None:
+            self.lease.renew_if_due()
 
     @staticmethod
     def _fill(report: CycleReport, counts: ApplyCounts) -> CycleReport:

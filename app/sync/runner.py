@@ -30,12 +30,13 @@ class SyncRunner:
 
     @property
     def ready(self) -> bool:
-        """A cycle completed here and the store still holds its checkpoint.
+        """A cycle completed here (or another host's syncer holds the lease) and the store
+        still holds its checkpoint.
 
         The second half matters when the collection is dropped under the service: the
         store is empty until the next cycle bootstraps it, and that is not "ready".
         """
-        if self.engine.totals.last_success_at is None:
+        if self.engine.totals.last_success_at is None and not self.engine.serves_others_index:
             return False
         try:
             return self.engine.checkpoint() is not None
@@ -55,6 +56,9 @@ class SyncRunner:
                 await self._task
         if not await asyncio.to_thread(self.engine.wait_idle, timeout):
             logger.warning("a sync cycle is still running after %.0fs; closing anyway", timeout)
+        elif self.engine.lease is not None:
+            with contextlib.suppress(StoreError):
+                await asyncio.to_thread(self.engine.lease.release)
 
     async def run_now(self, *, full: bool = False) -> CycleReport:
         """Run a cycle now; raises CycleInProgressError at once if one is running."""

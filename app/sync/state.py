@@ -91,6 +91,9 @@ class SyncTotals:
     # and the same instant in epoch seconds; None when the checkpoint covers the table.
     oldest_unsynced: str | None = None
     unsynced_since: float | None = None
+    # The sync lease (a Qdrant server only) as last claimed or found held by another.
+    lease_holder: str | None = None
+    lease_until: float | None = None
 
     def lag_seconds(self, now: float | None = None) -> float:
         """Age of the oldest table commit not yet searchable; 0 when none is waiting.

@@ -230,7 +230,9 @@ BAD_BODIES: dict[str, tuple[bytes, int, str]] = {
         422,
         "min_price must not be greater",
     ),
-    "unknown parsed field": (b'{"query": "tent", "ignore_parsed": ["brand"]}', 422, "ignore"),
+    "unknown parsed field": (b'{"query": "tent", "ignore_parsed": ["colour"]}', 422, "ignore"),
+    "conversation number": (b'{"query": "tent", "conversation": 12}', 422, "conversation"),
+    "conversation forged": (b'{"query": "tent", "conversation": "e30.AAAA"}', 422, "signature"),
     "malformed JSON": (b'{"query": "tent",', 400, "malformed JSON"),
     "empty body": (b"", 422, "required"),
 }

@@ -37,10 +37,56 @@ def test_dockerfile_references_only_files_that_exist() -> None:
         assert (ROOT / script).stat().st_mode & 0o111, f"{script} is not executable"
 
 
+def _stages() -> dict[str, tuple[str, str]]:
+    """Stage name -> (what it is FROM, its instructions)."""
+    parts = re.split(r"^FROM\s+(\S+)\s+AS\s+(\w+)\s*$", _dockerfile(), flags=re.M)
+    return {parts[i + 1]: (parts[i], parts[i + 2]) for i in range(1, len(parts), 3)}
+
+
+def _target(name: str) -> str:
+    """A target's instructions with those of the stages it is built FROM."""
+    stages = _stages()
+    text = ""
+    while name in stages:
+        parent, body = stages[name]
+        text = body + text
+        name = parent
+    return text
+
+
 def test_api_image_has_no_jvm_and_runs_as_non_root() -> None:
-    api = _dockerfile().split("AS api", 1)[1]
-    assert "openjdk" not in api and "pyspark" not in api and ".[spark]" not in api
+    api = _target("api")
+    assert "pyspark" not in api and ".[spark]" not in api
+    # No JDK or JRE, no Maven, nothing from the stage that builds the rules' jar.
+    installs = " ".join(re.findall(r"apt-get install[^\n]*", api))
+    assert not re.search(r"jdk|jre|java|maven", installs), installs
+    assert "--from" not in api
     assert re.search(r"^USER app$", api, flags=re.M)
+
+
+def test_api_image_copies_no_java_source() -> None:
+    """What the api target copies from the build context holds no .java file (the product
+    rules live in rules/, which only the `rules` stage copies), and no spark_jobs."""
+    api = _target("api")
+    sources = [
+        src for line in re.findall(r"^COPY\s+(.+)$", api, flags=re.M) for src in line.split()[:-1]
+    ]
+    assert sources
+    for src in sources:
+        path = ROOT / src
+        files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]
+        assert not [f for f in files if f.suffix == ".java"], src
+        assert not src.startswith(("rules", "spark_jobs")), src
+
+
+def test_spark_image_gets_the_rules_jar_built_by_maven() -> None:
+    stages = _stages()
+    rules = stages["rules"][1]
+    assert re.search(r"^COPY rules/", rules, flags=re.M) and "mvn -q -B package" in rules
+    spark = stages["spark"][1]
+    assert "openjdk-17-jre-headless" in spark and not re.search(r"jdk-headless|default-jdk", spark)
+    jar = re.search(r"^COPY --from=rules \S+ (\S+)$", spark, flags=re.M)
+    assert jar and f"ENV PRODUCT_RULES_JAR={jar.group(1)}" in spark
 
 
 def test_compose_services_use_existing_targets_and_modules() -> None:

@@ -27,7 +27,7 @@ from app.llm.extractive import NO_MATCH_MESSAGE, extractive_recommendation
 from app.llm.grounding import referenced_ids
 from app.llm.prompt import SYSTEM_PROMPT
 from app.llm.types import DegradedReason
-from tests.openai_stub import Answer, Echo, Fail, Hang, OpenAIStub, Slow
+from tests.openai_stub import Answer, Echo, Fail, Hang, OpenAIStub, Slow, Trickle
 
 TIMEOUT = 1.0
 BUDGET = TIMEOUT * 2  # timeout × (retries + 1)
@@ -94,6 +94,22 @@ def generate(stub: OpenAIStub, products: list[RetrievedProduct]) -> tuple[Recomm
     started = time.perf_counter()
     result = asyncio.run(run())
     return result, time.perf_counter() - started
+
+
+def stream(stub: OpenAIStub, products: list[RetrievedProduct]) -> tuple[list[str], Recommendation]:
+    """The pieces `OpenAIGenerator.stream` yields, and the answer it ends with."""
+
+    async def run() -> tuple[list[str], Recommendation]:
+        generator = llm(stub)
+        try:
+            parts = [part async for part in generator.stream(QUERY, products)]
+        finally:
+            await generator.aclose()
+        *pieces, answer = parts
+        assert all(isinstance(p, str) for p in pieces) and isinstance(answer, Recommendation)
+        return [str(p) for p in pieces], answer
+
+    return asyncio.run(run())
 
 
 def outcome_count(outcome: str) -> float:
@@ -469,3 +485,42 @@ def test_calls_past_the_in_flight_cap_are_answered_at_once(openai_stub: OpenAISt
     assert len(openai_stub.requests) == 2
     assert skipped_count("at_capacity") == before + 3
     assert generator.in_flight == 0
+
+
+# --- streamed -----------------------------------------------------------------------------
+def test_extractive_stream_is_the_answer_in_sentences() -> None:
+    async def run() -> list[object]:
+        return [part async for part in ExtractiveGenerator().stream(QUERY, PRODUCTS)]
+
+    *pieces, answer = asyncio.run(run())
+    assert answer == extractive_recommendation(QUERY, PRODUCTS)
+    assert pieces == [
+        "Top pick: AquaBeat Pro (SoundCo, $79.99) [id:12]. ",
+        "Why: Waterproof to IP68, so you can swim laps with them. ",
+        "Also consider: Budget Buds ($19.50) [id:7]; ",
+        "Splash Speaker (Wavely) [id:3].",
+    ]
+
+
+def test_a_streamed_answer_is_stripped_as_the_whole_one_is(openai_stub: OpenAIStub) -> None:
+    text = "  \n I recommend AquaBeat Pro [id:12].  Swim   on. \n"
+    openai_stub.respond(Trickle(100, Answer(text)))
+    pieces, answer = stream(openai_stub, PRODUCTS)
+    assert openai_stub.requests[0].body["stream"] is True
+    whole, _ = generate(openai_stub, PRODUCTS)
+    assert "".join(pieces) == answer.message == whole.message == text.strip()
+    # A piece per token ("I", " recommend", …), or a few joined when they came together.
+    assert 2 <= len(pieces) <= 7
+    assert answer == Recommendation(text.strip(), "openai", False, [12])
+
+
+def test_a_stream_cut_after_its_first_tokens_ends_with_the_extractive_answer(
+    openai_stub: OpenAIStub,
+) -> None:
+    failures = outcome_count("connection_error")
+    openai_stub.respond(Trickle(1000, Answer("I recommend AquaBeat Pro [id:12]."), cut_after=2))
+    pieces, answer = stream(openai_stub, PRODUCTS)
+    assert "".join(pieces) == "I recommend"
+    assert answer == extractive_recommendation(QUERY, PRODUCTS, reason="connection_error")
+    assert outcome_count("connection_error") == failures + 1
+    assert len(openai_stub.requests) == 1  # no retry once text went out

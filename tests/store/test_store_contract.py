@@ -193,6 +193,10 @@ def test_keyword_counts_follow_every_write(store: VectorStore) -> None:
     assert store.keyword_counts("category", limit=100) == expected()
     assert expected() == {"audio": 50, "shoes": 20, "kitchen": 30}
     assert store.keyword_counts("category", limit=1) == {"audio": 50}
+    # Brands too (the follow-ups' brand vocabulary): odd products are "acme".
+    assert store.keyword_counts("brand", limit=10) == {
+        "acme": sum(1 for p in POINTS if p.payload["brand"] == "acme")
+    }
 
     # A product re-filed (payload only), then every shoe product deleted and one chunk of
     # product 6: "shoes" drops out, the counts follow.
@@ -213,7 +217,7 @@ def test_keyword_counts_follow_every_write(store: VectorStore) -> None:
     with pytest.raises(ValueError, match="keyword"):
         store.keyword_counts("price", limit=10)  # indexed, but not a keyword
     with pytest.raises(ValueError, match="keyword"):
-        store.keyword_counts("brand", limit=10)  # not indexed
+        store.keyword_counts("name", limit=10)  # not indexed
     store.delete(list(category))
     assert store.keyword_counts("category", limit=100) == {}
 
@@ -347,6 +351,10 @@ def _assert_search_invariants(
                 assert (
                     chunk.payload["price"] is not None and chunk.payload["price"] <= flt.max_price
                 )
+            if flt is not None and flt.brands:
+                assert chunk.payload["brand"] in flt.brands
+            if flt is not None and flt.exclude_brands:
+                assert chunk.payload["brand"] not in flt.exclude_brands
 
 
 FILTERS = [
@@ -355,6 +363,9 @@ FILTERS = [
     SearchFilter(min_price=20.0, max_price=120.0),
     SearchFilter(category="shoes", max_price=150.0),
     SearchFilter(category="no-such-category"),
+    # Brands: odd products are "acme", even ones have none (an exclusion keeps those).
+    SearchFilter(brands=("acme", "no-such-brand")),
+    SearchFilter(category="audio", exclude_brands=("acme",), max_price=150.0),
 ]
 SHAPES = [(5, 3, None), (3, 1, None), (10, 2, 0.2), (4, 3, 0.35)]
 
@@ -420,7 +431,7 @@ def test_engines_agree_on_every_call(
                 np.ones(DIM), limit=4, chunks_per_product=1, score_threshold=None, flt=None
             )
             assert dominant_hits[0].product_id == DOMINANT and len(dominant_hits) == 4
-        assert _compare_searches(oracle, others, seed=1) == 5 * 5 * 4
+        assert _compare_searches(oracle, others, seed=1) == 5 * len(FILTERS) * 4
 
         ids_3 = [c.id for c in edge.chunks_for_products([3])]
         for store in stores:
@@ -439,7 +450,7 @@ def test_engines_agree_on_every_call(
             store.delete([c.id for c in store.chunks_for_products([7])])
             store.upsert([new_7])
         agree()
-        assert _compare_searches(oracle, others, seed=2) == 100
+        assert _compare_searches(oracle, others, seed=2) == 5 * len(FILTERS) * 4
     finally:
         if server is not None:
             server.close()

@@ -9,6 +9,10 @@ MERGE INTO ... WHEN MATCHED THEN DELETE (UPSERT with numDeletes 1), an upsert ba
 edits product 1 and deletes another by `_hoodie_is_deleted` (UPSERT, numDeletes 1), and
 INSERT OVERWRITE of every row but one (replacecommit, INSERT_OVERWRITE_TABLE). The two
 UPSERT paths are the ones an operationType check alone never sees.
+
+Each removal is written once and then synced by three services, one per store engine
+(qdrant-client in memory, the embedded edge shard, a real Qdrant server when one is
+configured), each checked the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from app.main import create_app
 from app.sync.verify import mirror_verify
 from spark_jobs import delete_products
 from spark_jobs.create_table import create_table
+from tests import qdrant_server
 from tests.hudi_writes import (
     datasource_delete,
     insert_overwrite_without,
@@ -37,7 +42,7 @@ from tests.hudi_writes import (
     sql_delete,
     write_rows,
 )
-from tests.synctools import product
+from tests.synctools import engine_settings, product
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 REMOVAL_TIMEOUT_S = 180  # one removal and one cycle take 5-15 s on the shared 2-core box
@@ -108,23 +113,47 @@ class Service:
     table: str
 
 
+@dataclass
+class Catalog:
+    table: str
+    services: dict[str, Service]
+    # Removals written so far, each with Spark SQL's ids after it.
+    removed: dict[str, set[int]]
+
+
+ENGINE_NAMES = ("memory", "edge", "server")
+# Path-major: a removal is written by the first engine's case, then every engine syncs it.
+CASES = [
+    pytest.param(p, e, marks=[pytest.mark.server] if e == "server" else [], id=f"{p}-{e}")
+    for p in PATHS
+    for e in ENGINE_NAMES
+]
+
+
 @pytest.fixture(scope="module")
-def service(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+def catalog(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Catalog]:
     table = str(tmp_path_factory.mktemp("delete-paths") / "products")
     create_table(spark, table)
     for first in (1, 7, 13):
         write_rows(spark, table, [_row(pid) for pid in range(first, first + 6)])
-    settings = Settings(
-        hudi_table_path=table,
-        qdrant_path=":memory:",
-        max_chunk_tokens=64,
-        chunk_overlap_tokens=8,
-        sync_interval_seconds=3600,  # cycles are driven by POST /sync below
-    )
-    app = create_app(settings)
-    with TestClient(app) as client:
-        assert sync_now(client)["mode"] in ("bootstrap", "noop")
-        yield Service(app, client, settings, table)
+    engines = [e for e in ENGINE_NAMES if e != "server" or qdrant_server.configured()]
+    services: dict[str, Service] = {}
+    with contextlib.ExitStack() as stack:
+        for engine in engines:
+            settings = Settings(
+                hudi_table_path=table,
+                max_chunk_tokens=64,
+                chunk_overlap_tokens=8,
+                sync_interval_seconds=3600,  # cycles are driven by POST /sync below
+                **engine_settings(engine, request, tmp_path_factory.mktemp(engine)),
+            )
+            app = create_app(settings)
+            client = stack.enter_context(TestClient(app))
+            assert sync_now(client)["mode"] in ("bootstrap", "noop")
+            services[engine] = Service(app, client, settings, table)
+        yield Catalog(table, services, {})
 
 
 def sync_now(client: TestClient) -> dict[str, Any]:
@@ -148,15 +177,19 @@ def recommended_ids(client: TestClient, query: str) -> list[int]:
 # A removal that deadlocks the JVM (delete_products' cached count once did) would wait
 # forever: past this bound the run stops with every thread's stack instead.
 @pytest.mark.timeout(REMOVAL_TIMEOUT_S, method="thread", func_only=True)
-@pytest.mark.parametrize("path_name", list(PATHS))
+@pytest.mark.parametrize(("path_name", "engine"), CASES)
 def test_a_removed_product_is_gone_from_recommend_after_one_cycle(
-    service: Service, spark: Any, path_name: str
+    catalog: Catalog, spark: Any, path_name: str, engine: str
 ) -> None:
+    service = catalog.services[engine]
     pid, remove, is_upsert = PATHS[path_name]
     query = NAMES[pid - 1]
+    # Found before this engine's cycle, whether or not Spark has removed it yet.
     assert pid in recommended_ids(service.client, query)
 
-    remove(spark, service.table, pid)
+    if path_name not in catalog.removed:
+        remove(spark, catalog.table, pid)
+        catalog.removed[path_name] = spark_ids(spark, catalog.table)
     report = sync_now(service.client)
 
     assert report["mode"] == "incremental", report
@@ -171,7 +204,7 @@ def test_a_removed_product_is_gone_from_recommend_after_one_cycle(
     assert pid not in recommended_ids(service.client, query)
 
     services = service.app.state.services
-    expected = spark_ids(spark, service.table)
+    expected = catalog.removed[path_name]
     assert pid not in expected
     stored = {c.product_id for c in services.store.iter_chunks(fields=["product_id"])}
     assert stored == expected

@@ -21,7 +21,7 @@ from tests.fixtures.tables.make_tables import (
     MERGE_DELETED_ID,
     TABLES,
 )
-from tests.synctools import make_harness
+from tests.synctools import ENGINES, engine_settings, make_harness
 
 
 @pytest.fixture(params=sorted(TABLES))
@@ -44,8 +44,11 @@ def test_fixture_is_really_archived(aged_table: Path) -> None:
     assert (aged_table / ".hoodie" / "timeline" / "history").is_dir()
 
 
-def test_bootstrap_full_and_verify_match_the_snapshot(aged_table: Path, embedder: Any) -> None:
-    h = make_harness(aged_table, embedder)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_bootstrap_full_and_verify_match_the_snapshot(
+    aged_table: Path, embedder: Any, engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    h = make_harness(aged_table, embedder, **engine_settings(engine, request, tmp_path))
     boot = h.cycle()
     assert boot.mode == "bootstrap"
     mirror = h.assert_mirror()
@@ -57,6 +60,7 @@ def test_bootstrap_full_and_verify_match_the_snapshot(aged_table: Path, embedder
     full = h.cycle(full=True)
     assert (full.mode, full.embedded, full.deleted) == ("full", 0, 0)
     assert h.assert_mirror().stored_chunks == mirror.stored_chunks
+    h.store.close()
 
 
 def test_a_store_from_before_chunk_count_gets_it_from_one_full_cycle_that_embeds_nothing(

@@ -30,7 +30,14 @@ from app.sync.hudi_source import TableSnapshot
 from app.sync.runner import SyncRunner
 from spark_jobs.create_table import create_table
 from spark_jobs.upsert_products import upsert_rows
-from tests.synctools import Harness, long_text, make_harness, product, utc_instant_epoch
+from tests.synctools import (
+    Harness,
+    engine_settings,
+    long_text,
+    make_harness,
+    product,
+    utc_instant_epoch,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -50,10 +57,11 @@ def _ids(h: Harness) -> set[int]:
 
 
 # --- vectors and checkpoint share one lifetime ----------------------------------------
+@pytest.mark.parametrize("engine", ["memory", pytest.param("server", marks=pytest.mark.server)])
 def test_a_dropped_collection_leads_to_a_bootstrap_not_an_empty_mirror(
-    table: str, embedder: Any
+    table: str, embedder: Any, engine: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    h = make_harness(table, embedder)  # qdrant-client, in memory
+    h = make_harness(table, embedder, **engine_settings(engine, request, tmp_path))
     assert h.cycle().mode == "bootstrap"
     chunks = h.assert_mirror().stored_chunks
     h.store._client.delete_collection(h.settings.qdrant_collection)  # type: ignore[attr-defined]
@@ -62,6 +70,7 @@ def test_a_dropped_collection_leads_to_a_bootstrap_not_an_empty_mirror(
     assert again.mode == "bootstrap" and again.embedded == chunks
     assert _ids(h) == IDS
     assert h.assert_mirror().stored_chunks == chunks
+    h.store.close()
 
 
 def test_an_edge_checkpoint_without_its_vectors_leads_to_a_bootstrap(

@@ -7,7 +7,7 @@ mirrors it into an in-memory Qdrant, and the `openai` generator talks to the loc
 stub server (echo answers cite `[id:N]`).
 
 Screenshots land in artifacts/ (gitignored): web_desktop.png, web_phone.png,
-web_degraded.png, web_filter_chip.png — look at them when the page changes.
+web_degraded.png, web_filter_chip.png, web_thread.png — look at them when the page changes.
 
 Needs Debian's chromium (/usr/bin/chromium) and the `playwright` Python package; no
 browser is downloaded (`playwright install` is never run).
@@ -37,7 +37,7 @@ from app.core.config import ROOT, Settings
 from spark_jobs.create_table import create_table
 from spark_jobs.upsert_products import upsert_rows
 from tests.live_server import ServerThread, wait_ready
-from tests.openai_stub import Fail, OpenAIStub
+from tests.openai_stub import Fail, OpenAIStub, Trickle
 
 CHROMIUM = Path("/usr/bin/chromium")
 # ./test.sh installs it; a missing browser is a set-up failure, not a reason to skip.
@@ -118,6 +118,12 @@ def site(
     with ServerThread(settings) as server:
         wait_ready(server.url, 120)
         yield server.url
+
+
+@pytest.fixture(autouse=True)
+def llm_echoes(openai_stub: OpenAIStub) -> None:
+    """Each test starts with the stub echoing: a failure one test sets must not go on
+    failing the next tests' calls until the breaker opens."""
 
 
 @pytest.fixture(scope="module")
@@ -345,9 +351,10 @@ def test_a_budget_in_words_shows_a_chip_and_removing_it_searches_without_it(
     assert SHOES in card_names(page)
     assert page.input_value("#query") == "running shoes under $100"  # the words are kept
 
-    # A new question is understood afresh.
+    # A new question follows up the answer on screen: its conversation goes back.
     ask(page, "running shoes under $150")
-    assert json.loads(sent[-1].post_data or "") == {"query": "running shoes under $150"}
+    follow_up = json.loads(sent[-1].post_data or "")
+    assert follow_up["query"] == "running shoes under $150" and follow_up["conversation"]
     expect(page.locator(".filter-chip", has_text="≤ $150")).to_be_visible()
 
 
@@ -368,9 +375,69 @@ def test_a_form_filter_chip_clears_the_form_field(browser: Browser, site: str) -
     page.fill("#max-price", "60")
     ask(page, "a gift for a dog")
     chip = page.locator('.filter-chip[data-source="request"]')
-    expect(chip).to_have_text("≤ $60×")
+    expect(chip.locator(".filter-chip__label")).to_have_text("≤ $60")
+    expect(chip.locator(".filter-chip__source")).to_have_text("filters")
     with page.expect_response("**/recommend"):
         chip.get_by_role("button").click()
     expect(page.locator("#submit")).to_be_enabled()
     assert page.input_value("#max-price") == ""
     assert json.loads(sent[-1].post_data or "") == {"query": "a gift for a dog"}
+
+
+# --- a streamed answer, and a thread of turns -------------------------------------------------
+PARTIAL_ANSWER = """() => {
+    const text = document.querySelector("#answer-text").textContent;
+    const writing = document.querySelector("#answer").classList.contains("answer--writing");
+    const cards = document.querySelectorAll("#products .card").length;
+    return writing && text.includes("I recommend") ? { text, cards } : null;
+}"""
+
+
+def test_the_answer_streams_in_and_a_follow_up_keeps_the_first_turn_visible(
+    browser: Browser, site: str, openai_stub: OpenAIStub
+) -> None:
+    openai_stub.respond(Trickle(10))  # the echo answer, a token every 100 ms
+    page = open_page(browser, site)
+    sent = recommend_requests(page)
+    page.fill("#query", "running shoes under $100")
+    page.click("#submit")
+    # Caught while the LLM's text is still being written: the cards are already there. Polled
+    # by timer: earlier tests' pages stay open, and a page in the background gets no
+    # animation frames to poll on.
+    partial = page.wait_for_function(PARTIAL_ANSWER, polling=50).json_value()
+    expect(page.locator("#submit")).to_be_enabled()
+    first_answer = page.locator("#answer-text").text_content() or ""
+    assert partial["cards"] >= 1
+    assert first_answer.startswith(partial["text"]) and len(partial["text"]) < len(first_answer)
+    # The price notice, then the LLM's words as they came; the citation became a link.
+    assert first_answer.startswith("Only 1 product matches your request at ≤ $100")
+    assert "I recommend Stridewell" in first_answer and "[id:" not in first_answer
+    assert "text/event-stream" in sent[0].headers["accept"]
+    chip = page.locator(".filter-chip", has_text="≤ $100")
+    expect(chip.locator(".filter-chip__source")).to_have_text("your words")
+
+    page.fill("#query", "running shoes under $150")
+    page.click("#submit")
+    expect(page.locator("#answer.answer--writing")).to_be_visible()
+    expect(page.locator("#submit")).to_be_enabled()
+
+    turns = page.locator("#thread .turn")
+    expect(turns).to_have_count(1)
+    expect(turns.first.locator(".turn__question")).to_have_text("running shoes under $100")
+    expect(turns.first.locator(".turn__chip")).to_contain_text(["≤ $100"])
+    expect(turns.first.locator(".turn__answer")).to_have_text(first_answer)
+    expect(page.locator("#turn-question")).to_have_text("running shoes under $150")
+    expect(page.locator(".filter-chip", has_text="≤ $150")).to_be_visible()
+    expect(page.locator(".filter-chip", has_text="≤ $100")).to_have_count(0)
+    expect(page.locator("#answer-text")).to_contain_text("I recommend ")
+    follow_up = json.loads(sent[1].post_data or "")
+    assert follow_up["query"] == "running shoes under $150"
+    assert follow_up["conversation"]  # the first answer's, sent back
+    screenshot(page, "web_thread.png")
+
+    # Starting over empties the thread, and the next question is no follow-up.
+    page.get_by_role("button", name="Start a new search").click()
+    expect(page.locator("#thread-section")).to_be_hidden()
+    ask(page, "a lantern for camping")
+    assert json.loads(sent[-1].post_data or "") == {"query": "a lantern for camping"}
+    expect(page.locator("#thread .turn")).to_have_count(0)

@@ -2,17 +2,24 @@
 
 Both parse the query first (app/query): constraints written in words become filters,
 explicit `filters` win, and the response lists every filter applied with its source.
+A request carrying an earlier answer's `conversation` is a follow-up of that turn
+(app/query/followup.py); every answer carries its own.
+/recommend streams its answer (app/api/streaming.py) when the client accepts
+text/event-stream, and answers JSON otherwise.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, Header, HTTPException, Response, status
 
 from app.api.admission import RetrievalGate
+from app.api.conversation import ConversationCodec, ConversationError
 from app.api.deps import (
+    ConversationsDep,
     GeneratorDep,
     RetrievalGateDep,
     RetrieverDep,
@@ -28,15 +35,12 @@ from app.api.schemas import (
     RecommendResponse,
     SearchResponse,
 )
+from app.api.streaming import EVENT_STREAM, event_stream, wants_event_stream
 from app.core.config import Settings
-from app.query import (
-    FilterPlan,
-    ParsedQuery,
-    QueryUnderstanding,
-    SearchOutcome,
-    constrained_retrieve,
-    plan_filters,
-)
+from app.llm import Recommendation
+from app.llm.extractive import extractive_recommendation
+from app.query import FilterPlan, ParsedQuery, QueryUnderstanding, SearchOutcome, plan_filters
+from app.query.followup import FollowUpError, next_state, retrieve_turn
 from app.retrieval import Retriever
 
 logger = logging.getLogger(__name__)
@@ -53,9 +57,19 @@ class _Searched:
     parsed: ParsedQuery
     plan: FilterPlan
     outcome: SearchOutcome
+    conversation: str
+    follow_up: bool
+
+    def question(self, query: str) -> str:
+        """What the written answer answers: a follow-up's own words ("cheaper") alone would
+        leave the LLM guessing what is being refined."""
+        if not self.follow_up:
+            return query
+        return f"{query} (a follow-up; what is searched for now: {self.parsed.search_text})"
 
     def response_fields(self) -> dict[str, object]:
         return {
+            "conversation": self.conversation,
             "search_text": self.parsed.search_text,
             "query_parser": self.parsed.parser,
             "filters_applied": [FilterApplied.of(f) for f in self.plan.applied],
@@ -71,6 +85,7 @@ async def _search(
     understanding: QueryUnderstanding,
     settings: Settings,
     gate: RetrievalGate,
+    conversations: ConversationCodec,
 ) -> _Searched:
     # Limits that come from settings cannot live in the static request model.
     if len(body.query) > settings.max_query_chars:
@@ -84,17 +99,21 @@ async def _search(
             status.HTTP_422_UNPROCESSABLE_CONTENT,
             f"top_k: must be between 1 and {settings.max_top_k}",
         )
-    parsed = await understanding.parse(body.query)
+    try:
+        state = conversations.read(body.conversation) if body.conversation else None
+        turn = await understanding.follow_up(await understanding.parse(body.query), state)
+    except (ConversationError, FollowUpError) as e:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(e)) from e
     plan = plan_filters(
-        parsed,
+        turn.parsed,
         body.filters.to_search_filter() if body.filters else None,
         body.ignore_parsed,
         understanding.currency_symbol,
+        turn.carried,
     )
-    outcome = await run_retrieval(
-        gate, "retrieval", constrained_retrieve, retriever, parsed.search_text, top_k, plan
-    )
-    return _Searched(parsed, plan, outcome)
+    outcome = await run_retrieval(gate, "retrieval", retrieve_turn, retriever, turn, top_k, plan)
+    conversation = conversations.issue(next_state(turn, plan, outcome))
+    return _Searched(turn.parsed, plan, outcome, conversation, turn.follow_up)
 
 
 def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
@@ -115,7 +134,28 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     )
 
 
-@router.post("/recommend", response_model=RecommendResponse, responses=_ERRORS)
+def recommend_response(
+    body: RecommendRequest, searched: _Searched, answer: Recommendation
+) -> RecommendResponse:
+    """The /recommend response; also the `done` event of a streamed answer."""
+    return RecommendResponse(
+        query=body.query,
+        message=constraint_notice(searched.plan, searched.outcome) + answer.message,
+        generator=answer.generator,
+        degraded=answer.degraded,
+        degraded_reason=answer.reason,
+        **searched.response_fields(),
+    )
+
+
+_STREAMED = {
+    "description": "The answer as JSON; with `Accept: text/event-stream`, the events "
+    "`products`, `delta`…, `done` (docs/http-api.md).",
+    "content": {EVENT_STREAM: {"schema": {"type": "string"}}},
+}
+
+
+@router.post("/recommend", response_model=RecommendResponse, responses={**_ERRORS, 200: _STREAMED})
 async def recommend(
     body: RecommendRequest,
     retriever: RetrieverDep,
@@ -123,19 +163,24 @@ async def recommend(
     generator: GeneratorDep,
     settings: SettingsDep,
     gate: RetrievalGateDep,
-) -> RecommendResponse:
+    conversations: ConversationsDep,
+    accept: Annotated[str | None, Header()] = None,
+) -> RecommendResponse | Response:
     """Recommend products for a plain-language request, with a short written answer."""
-    searched = await _search(body, retriever, understanding, settings, gate)
-    answer = await generator.generate(body.query, searched.outcome.offered)
-    message = constraint_notice(searched.plan, searched.outcome) + answer.message
-    return RecommendResponse(
-        query=body.query,
-        message=message,
-        generator=answer.generator,
-        degraded=answer.degraded,
-        degraded_reason=answer.reason,
-        **searched.response_fields(),
-    )
+    searched = await _search(body, retriever, understanding, settings, gate, conversations)
+    offered = searched.outcome.offered
+    question = searched.question(body.query)
+    if wants_event_stream(accept):
+        return event_stream(
+            SearchResponse(query=body.query, **searched.response_fields()),
+            constraint_notice(searched.plan, searched.outcome),
+            generator.stream(question, offered),
+            finish=lambda answer: recommend_response(body, searched, answer),
+            fallback=lambda: extractive_recommendation(
+                question, offered, reason="unexpected_error"
+            ),
+        )
+    return recommend_response(body, searched, await generator.generate(question, offered))
 
 
 @router.post("/search", response_model=SearchResponse, responses=_ERRORS)
@@ -145,7 +190,8 @@ async def search(
     understanding: UnderstandingDep,
     settings: SettingsDep,
     gate: RetrievalGateDep,
+    conversations: ConversationsDep,
 ) -> SearchResponse:
     """Retrieval only: the products /recommend would use, without the written answer."""
-    searched = await _search(body, retriever, understanding, settings, gate)
+    searched = await _search(body, retriever, understanding, settings, gate, conversations)
     return SearchResponse(query=body.query, **searched.response_fields())

@@ -15,6 +15,7 @@ from app.api.deps import AdminDep, ServicesDep
 from app.store import StoreError
 from app.sync.engine import CycleInProgressError, SyncEngine
 from app.sync.hudi_source import TableReadError
+from app.sync.lease import LeaseHeldError
 
 logger = logging.getLogger(__name__)
 
@@ -24,10 +25,20 @@ router = APIRouter(prefix="/sync", tags=["sync"], dependencies=[AdminDep])
 def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, Any]:
     """The body of GET /sync/status (the engine's totals as the HTTP layer shows them)."""
     t = engine.totals
+    # Off, or another host's syncer holding the lease: its checkpoint is the fact to trust.
+    own = running_in_process and not engine.serves_others_index
+    lease = engine.lease.current() if engine.lease is not None else None
     return {
         "mode": "embedded" if running_in_process else "off",
-        # Off: another process syncs, and its checkpoint in the store is the fact to trust.
-        "ready": (t.last_success_at if running_in_process else t.checkpoint) is not None,
+        "ready": (t.last_success_at if own else t.checkpoint) is not None,
+        # The syncer allowed to write (a Qdrant server only): holder is host:pid:random.
+        "lease": {
+            "holder": lease.holder,
+            "until": lease.until,
+            "held_here": engine.lease is not None and lease.holder == engine.lease.holder,
+        }
+        if lease is not None
+        else None,
         "running": engine.running,
         "checkpoint": t.checkpoint,
         "table_latest_commit": t.table_latest,
@@ -78,7 +89,7 @@ async def status_(services: ServicesDep) -> dict[str, Any]:
     "",
     responses={
         202: {"description": "a cycle is already running; this request started none"},
-        409: {"description": "SYNC_MODE=off"},
+        409: {"description": "SYNC_MODE=off, or another host's syncer holds the lease"},
         503: {},
     },
 )
@@ -91,6 +102,8 @@ async def run_sync(services: ServicesDep, full: bool = False) -> Any:
         )
     try:
         report = await services.runner.run_now(full=full)
+    except LeaseHeldError as e:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(e)) from e
     except CycleInProgressError:
         # Answer at once: waiting would hold this request (and a thread) for the rest of
         # the running cycle, hours during a bootstrap.

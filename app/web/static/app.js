@@ -1,4 +1,7 @@
 // The shopper page: sends the question to POST /recommend and renders the answer and cards.
+// The answer is streamed (Accept: text/event-stream): the cards show as soon as the
+// `products` event comes, the text grows with each `delta`, and `done` settles it. Earlier
+// questions stay above as a thread; a follow-up sends back the last answer's `conversation`.
 //
 // Security rule for this file: everything that comes from the server (seller text, the
 // written answer, names) is untrusted and reaches the DOM only through textContent, text
@@ -32,6 +35,12 @@
   const applied = $("applied");
   const appliedList = $("applied-list");
   const nearest = $("nearest");
+  const threadSection = $("thread-section");
+  const thread = $("thread");
+  const turnQuestion = $("turn-question");
+  const newSearch = $("new-search");
+  // Where a filter came from, as the chip says it; an unknown source is shown as it is.
+  const SOURCE_LABELS = { query: "your words", request: "filters", conversation: "earlier" };
 
   // The request being answered; a newer question aborts it and its late reply is ignored.
   let inFlight = null;
@@ -39,6 +48,9 @@
   // off until the question itself changes.
   let ignoredParsed = new Set();
   let askedText = null;
+  // The turn on screen: its question, the `conversation` it was sent with and the one its
+  // answer returned, and the final answer (null until `done`).
+  let current = null;
   const FORM_FIELDS = { category: category, min_price: minPrice, max_price: maxPrice };
 
   function el(tag, className, text) {
@@ -181,10 +193,12 @@
     return link;
   }
 
-  // The answer as text nodes, with each [id:N] citation turned into a link to its card:
-  // when the product's name is written just before the citation, the name becomes the
-  // link; otherwise the name is inserted. Citations of products not shown are dropped.
-  function renderMessage(message, products) {
+  // The answer as text nodes, with each [id:N] citation turned into its product's name,
+  // a link to its card when `linked`: when the name is written just before the citation,
+  // the name becomes the link; otherwise the name is inserted. Citations of products not
+  // shown are dropped.
+  function messageNodes(message, products, linked) {
+    const name = (product) => (linked ? productLink(product) : product.name);
     const byId = new Map(products.map((p) => [String(p.id), p]));
     const nodes = [];
     let last = 0;
@@ -196,19 +210,27 @@
       if (!product) {
         nodes.push(before);
       } else if (at >= 0) {
-        nodes.push(before.slice(0, at), productLink(product), before.slice(at + product.name.length));
+        nodes.push(before.slice(0, at), name(product), before.slice(at + product.name.length));
       } else {
-        nodes.push(before ? `${before} ` : "", productLink(product));
+        nodes.push(before ? `${before} ` : "", name(product));
       }
     }
     nodes.push(message.slice(last));
-    answerText.replaceChildren(...nodes);
+    return nodes;
   }
 
-  // Taking a chip off asks again without it: a parsed constraint is ignored from then on,
-  // a form filter is cleared in the form.
+  function renderMessage(message, products) {
+    answerText.replaceChildren(...messageNodes(message, products, true));
+  }
+
+  function sourceLabel(source) {
+    return SOURCE_LABELS[source] || String(source);
+  }
+
+  // Taking a chip off asks again without it: a form filter is cleared in the form, any
+  // other (heard in the words, or carried from earlier) is ignored from then on.
   function removeFilter(filter) {
-    if (filter.source === "query") {
+    if (filter.source !== "request") {
       ignoredParsed.add(filter.field);
     } else if (FORM_FIELDS[filter.field]) {
       FORM_FIELDS[filter.field].value = "";
@@ -222,11 +244,12 @@
     item.dataset.source = String(filter.source);
     const label = el("span", "filter-chip__label", filter.label);
     if (filter.source === "query" && filter.text) label.title = `From your words: “${filter.text}”`;
+    const source = el("span", "filter-chip__source", sourceLabel(filter.source));
     const remove = el("button", "filter-chip__remove", "×");
     remove.type = "button";
     remove.setAttribute("aria-label", `Remove filter ${filter.label}`);
     remove.addEventListener("click", () => removeFilter(filter));
-    item.append(label, remove);
+    item.append(label, source, remove);
     return item;
   }
 
@@ -279,10 +302,36 @@
     return card;
   }
 
-  function render(data) {
+  // The cards, the chips and the price notes: from the `products` event, then from `done`.
+  function renderProducts(data) {
     const products = Array.isArray(data.products) ? data.products : [];
     status.hidden = true;
+    renderApplied(data);
+    const closest = Array.isArray(data.closest_outside_filters) ? data.closest_outside_filters : [];
+    productsList.replaceChildren(
+      ...[...products, ...closest].map((p, i) => productCard(p, i + 1, Boolean(p.outside_filters))),
+    );
+    productsHead.hidden = products.length === 0;
+    productsCount.textContent = `(${products.length})`;
+    if (!products.length) {
+      showStatus("empty", "No matching products.", "Try different words or loosen the filters.");
+    }
+  }
 
+  // The answer box while the text comes in (the caret shows it is still being written).
+  function startAnswer() {
+    answerText.replaceChildren();
+    answerSource.textContent = "Writing…";
+    answerSource.className = "badge badge--plain";
+    notice.hidden = true;
+    answer.classList.add("answer--writing");
+    answer.hidden = false;
+  }
+
+  function render(data) {
+    const products = Array.isArray(data.products) ? data.products : [];
+    renderProducts(data);
+    answer.classList.remove("answer--writing");
     renderMessage(typeof data.message === "string" ? data.message : "", products);
     const extractive = data.generator === "extractive";
     answerSource.textContent = extractive ? "Quick summary" : "AI assistant";
@@ -297,20 +346,90 @@
     notice.hidden = !(data.degraded || extractive);
     notice.classList.toggle("notice--warn", Boolean(data.degraded));
     answer.hidden = false;
+  }
 
-    renderApplied(data);
-    const closest = Array.isArray(data.closest_outside_filters) ? data.closest_outside_filters : [];
-    productsList.replaceChildren(
-      ...[...products, ...closest].map((p, i) => productCard(p, i + 1, Boolean(p.outside_filters))),
-    );
-    productsHead.hidden = products.length === 0;
-    productsCount.textContent = `(${products.length})`;
-    if (!products.length) {
-      showStatus("empty", "No matching products.", "Try different words or loosen the filters.");
+  // A finished turn moves up into the thread: its question, chips, answer and products,
+  // as text (its cards are gone, so citations become plain names).
+  function archiveTurn(turn) {
+    const data = turn.data;
+    const products = Array.isArray(data.products) ? data.products : [];
+    const filters = Array.isArray(data.filters_applied) ? data.filters_applied : [];
+    const item = el("li", "turn");
+    item.append(el("p", "turn__question", turn.query));
+    if (filters.length) {
+      const chips = el("ul", "turn__filters");
+      for (const f of filters) {
+        const chip = el("li", "turn__chip", f.label);
+        chip.dataset.source = String(f.source);
+        chip.append(" ", el("span", "turn__chip-source", sourceLabel(f.source)));
+        chips.append(chip);
+      }
+      item.append(chips);
+    }
+    const text = el("p", "turn__answer");
+    text.append(...messageNodes(typeof data.message === "string" ? data.message : "", products, false));
+    item.append(text);
+    if (products.length) {
+      item.append(el("p", "turn__products", `Products: ${products.map((p) => p.name).join("; ")}`));
+    }
+    thread.append(item);
+    threadSection.hidden = false;
+  }
+
+  // Server-Sent Events from a fetch body: calls onEvent(name, data) per event; resolves
+  // when the body ends.
+  async function readEvents(response, onEvent) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+      let end = buffer.indexOf("\n\n");
+      while (end >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let name = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) name = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+        end = buffer.indexOf("\n\n");
+      }
     }
   }
 
-  async function ask(body) {
+  // The streamed answer; false when the stream ended without its `done` event.
+  async function readStream(response, controller, turn) {
+    let products = [];
+    let text = "";
+    let finished = false;
+    await readEvents(response, (name, data) => {
+      if (inFlight !== controller) return;
+      if (name === "products") {
+        products = [
+          ...(Array.isArray(data.products) ? data.products : []),
+          ...(Array.isArray(data.closest_outside_filters) ? data.closest_outside_filters : []),
+        ];
+        renderProducts(data);
+        startAnswer();
+      } else if (name === "delta" && typeof data.text === "string") {
+        text += data.text;
+        renderMessage(text, products);
+      } else if (name === "done") {
+        finished = true;
+        turn.data = data;
+        turn.received = typeof data.conversation === "string" ? data.conversation : null;
+        render(data);
+      }
+    });
+    return finished;
+  }
+
+  async function ask(body, turn) {
     if (inFlight) inFlight.abort();
     const controller = new AbortController();
     inFlight = controller;
@@ -325,7 +444,10 @@
       try {
         response = await fetch("/recommend", {
           method: "POST",
-          headers: { "Content-Type": "application/json", Accept: "application/json" },
+          headers: {
+            "Content-Type": "application/json",
+            Accept: "text/event-stream, application/json;q=0.9",
+          },
           body: JSON.stringify(body),
           signal: controller.signal,
         });
@@ -336,6 +458,23 @@
           "error",
           timedOut ? "The shop took too long to answer." : "Could not reach the shop.",
           timedOut ? "Please try again." : "Check your connection and try again.",
+        );
+        return;
+      }
+      const type = response.headers.get("content-type") || "";
+      if (response.ok && type.startsWith("text/event-stream")) {
+        let finished = false;
+        try {
+          finished = await readStream(response, controller, turn);
+        } catch {
+          finished = false;
+        }
+        if (inFlight !== controller || finished) return;
+        answer.hidden = true;
+        showStatus(
+          "error",
+          timedOut ? "The shop took too long to answer." : "The answer was cut off.",
+          "Please try again.",
         );
         return;
       }
@@ -350,6 +489,8 @@
         showHttpError(response.ok ? 502 : response.status, data);
         return;
       }
+      turn.data = data;
+      turn.received = typeof data.conversation === "string" ? data.conversation : null;
       render(data);
     } finally {
       clearTimeout(timer);
@@ -367,7 +508,34 @@
     const url = new URL(window.location.href);
     url.searchParams.set("q", body.query);
     window.history.replaceState(null, "", url);
-    ask(body);
+    // A new question follows the answered turn on screen (which moves up into the
+    // thread); the same question again (a chip taken off) replaces it.
+    const followUp = current !== null && current.data !== null && body.query !== current.query;
+    const conversation = followUp ? current.received : current ? current.sent : null;
+    if (followUp) archiveTurn(current);
+    // Sent only when the server gave one: a server without it refuses unknown fields.
+    if (conversation) body.conversation = conversation;
+    current = { query: body.query, sent: conversation, received: null, data: null };
+    turnQuestion.textContent = body.query;
+    turnQuestion.hidden = false;
+    ask(body, current);
+  });
+
+  // Starting over forgets the thread: the next question is not a follow-up.
+  newSearch.addEventListener("click", () => {
+    if (inFlight) inFlight.abort();
+    current = null;
+    thread.replaceChildren();
+    threadSection.hidden = true;
+    turnQuestion.hidden = true;
+    answer.hidden = true;
+    applied.hidden = true;
+    nearest.hidden = true;
+    status.hidden = true;
+    productsHead.hidden = true;
+    productsList.replaceChildren();
+    query.value = "";
+    query.focus();
   });
 
   // Enter sends, Shift+Enter adds a line: what people expect of a search box.

@@ -36,15 +36,15 @@ import org.apache.spark.sql.api.java.UDF2;
  * <p>The columns and their rules come from app/core/catalog.py (see {@link #ProductRules}),
  * so this file names no column. Where a rule is not obvious, the comment says which Spark
  * behaviour it keeps: the rules used to be Spark expressions, and rows keep the results
- * (and the reasons) they had then.
+ * (and the reasons) they had then, except where that result only mirrored how the
+ * expressions were built (docs/decisions/product-rules.md lists the quirks kept and
+ * dropped; ProductRulesTest pins them).
  */
 public final class ProductRules implements Serializable {
   private static final long serialVersionUID = 1L;
 
   /** Why a source line is not a record (the quarantine's only reason for it). */
   public static final String NOT_JSON_OBJECT = "not a JSON object";
-
-  public static final String KEY_WITH_SEPARATOR = "a key holds the character U+0000";
 
   private enum Rule {
     KEY,
@@ -128,7 +128,6 @@ public final class ProductRules implements Serializable {
         row[names.length + 1] = NOT_JSON_OBJECT;
         return row;
       }
-      boolean shifted = false;
       while (parser.nextToken() == JsonToken.FIELD_NAME) {
         String key = parser.currentName();
         parser.nextToken();
@@ -136,9 +135,6 @@ public final class ProductRules implements Serializable {
         values.add(text(parser));
         Integer slot = spellings.get(key);
         if (slot == null) {
-          // A key holding the separator the expressions joined keys with could not be
-          // told from two keys: such a row was not read, and is not now.
-          shifted |= key.indexOf('\u0000') >= 0;
           slot = spellings.get(normalize(key));
         }
         if (slot == null) {
@@ -154,10 +150,6 @@ public final class ProductRules implements Serializable {
       }
       if (parser.currentToken() != JsonToken.END_OBJECT) {
         throw new IOException("unterminated object");
-      }
-      if (shifted) {
-        row[names.length + 1] = KEY_WITH_SEPARATOR;
-        return row;
       }
     } catch (IOException | RuntimeException e) {
       // Spark's from_json gave null for any line it could not parse.

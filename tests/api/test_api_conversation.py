@@ -1,0 +1,252 @@
+"""Follow-ups over real HTTP: an answer's `conversation` sent back makes the next query
+refine that turn; a tampered, malformed or expired token is a 422, never a 500.
+
+JVM-free: a small catalog of its own (below: eight running shoes at known prices, brands
+and colours among other sports, audio and kitchen goods) written by the sync's own
+applier into an edge shard (tests/demo_index.py), served with SYNC_MODE=off.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import statistics
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.api.conversation import ConversationCodec
+from app.core.catalog import Product
+from app.core.config import Settings
+from app.embedding import Embedder
+from app.query.followup import ConversationState, ShownProduct
+from tests.demo_index import write_shard
+from tests.live_server import ServerThread
+from tests.openai_stub import OpenAIStub
+
+SECRET = "test-conversation-secret-0123456789"
+TTL = 600.0
+
+
+def _p(pid: int, name: str, description: str, category: str, brand: str, price: float) -> Product:
+    return Product(pid, 1_767_225_600_000, name, description, category, brand, price)
+
+
+CATALOG = [
+    _p(1, "Stridewell Pace Road Running Shoes", "Black road running shoes with a firm, "
+       "responsive foam for daily miles.", "sports", "Stridewell", 45.0),
+    _p(2, "Kinetiq Tempo Road Running Shoes", "Red running shoes, light and quick for "
+       "tempo runs and races.", "sports", "Kinetiq", 59.0),
+    _p(3, "Rallyline Drift Trail Running Shoes", "Black trail running shoes with a grippy "
+       "outsole for muddy paths.", "sports", "Rallyline", 72.0),
+    _p(4, "Kinetiq Aero Trail Running Shoes", "Blue trail running shoes with a rock plate "
+       "and a rugged upper.", "sports", "Kinetiq", 85.0),
+    _p(5, "Stridewell Arc Lightweight Running Shoes", "White lightweight running shoes, "
+       "breathable mesh for hot days.", "sports", "Stridewell", 94.0),
+    _p(6, "Rallyline Vista Cushioned Running Shoes", "Black cushioned running shoes for "
+       "long easy runs on the road.", "sports", "Rallyline", 99.0),
+    _p(7, "Kinetiq Carbon Racing Running Shoes", "Black carbon-plated running shoes for "
+       "race day.", "sports", "Kinetiq", 149.0),
+    _p(8, "Ferro Stability Running Shoes", "Grey stability running shoes with medial "
+       "support for overpronation.", "sports", "Ferro", 129.0),
+    _p(9, "Lune & Leaf Cork Yoga Mat", "A non-slip cork yoga mat with alignment lines.",
+       "sports", "Lune & Leaf", 38.0),
+    _p(10, "Ironleaf Adjustable Dumbbells", "A pair of adjustable dumbbells from 2 to 24 kg.",
+       "sports", "Ironleaf", 60.0),
+    _p(11, "Sonavia Drift ANC Wireless Earbuds", "Noise-cancelling earbuds for the train "
+       "and the office.", "audio", "Sonavia", 89.99),
+    _p(12, "Tidewave Swim Pro Headphones", "Bone-conduction headphones for lap swimming.",
+       "audio", "Tidewave", 129.0),
+    _p(13, "Kitchell Gooseneck Kettle", "A pour-over kettle with a temperature dial.",
+       "kitchen", "Kitchell", 64.0),
+]  # fmt: skip
+BY_ID = {p.id: p for p in CATALOG}
+
+
+@pytest.fixture(scope="module")
+def client(
+    embedder: Embedder, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
+) -> Iterator[httpx.Client]:
+    workdir = tmp_path_factory.mktemp("api-conversation")
+    # The answers come from the local LLM server, so a test can read what it was asked.
+    settings = Settings(
+        openai_api_key="test",
+        openai_base_url=openai_stub_server.base_url,
+        qdrant_path=str(workdir / "qdrant"),
+        sync_lock_dir=str(workdir),
+        sync_mode="off",
+        conversation_secret=SECRET,
+        conversation_ttl_seconds=TTL,
+    )
+    write_shard(workdir / "build", embedder, settings, CATALOG)
+    shutil.copytree(workdir / "build", workdir / "qdrant")
+    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+        yield c
+
+
+def ask(client: httpx.Client, query: str, conversation: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"query": query, "top_k": 5}
+    if conversation is not None:
+        body["conversation"] = conversation
+    r = client.post("/recommend", json=body)
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = r.json()
+    assert isinstance(answer["conversation"], str) and answer["conversation"]
+    return answer
+
+
+def filters(answer: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    return [(f["field"], f["value"], f["source"]) for f in answer["filters_applied"]]
+
+
+@pytest.fixture(scope="module")
+def first(client: httpx.Client) -> dict[str, Any]:
+    answer = ask(client, "running shoes under $100")
+    assert filters(answer) == [("max_price", 100.0, "query")]
+    assert len(answer["products"]) == 5
+    assert all("Running Shoes" in p["name"] and p["price"] <= 100 for p in answer["products"])
+    return answer
+
+
+def test_cheaper_lowers_the_budget_below_what_was_shown(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    answer = ask(client, "cheaper", first["conversation"])
+    shown = [p["price"] for p in first["products"]]
+    cap = round(statistics.median(shown) - 0.01, 2)
+    assert cap < 100
+    assert ("max_price", cap, "query") in filters(answer)
+    assert answer["search_text"] == "running shoes"
+    prices = [p["price"] for p in answer["products"]]
+    assert prices and all(p <= cap for p in prices), prices
+    # ... and again: the second "cheaper" refines the first.
+    again = ask(client, "even cheaper", answer["conversation"])
+    lower = [f[1] for f in filters(again) if f[0] == "max_price"]
+    assert lower and lower[0] < cap
+    assert all(p["price"] <= lower[0] for p in again["products"])
+
+
+def test_the_llm_is_told_what_a_follow_up_refines(
+    client: httpx.Client, first: dict[str, Any], openai_stub: OpenAIStub
+) -> None:
+    answer = ask(client, "cheaper", first["conversation"])
+    assert answer["generator"] == "openai" and not answer["degraded"]
+    asked = openai_stub.requests[-1].message("user")
+    assert "Shopper's request: cheaper (a follow-up; what is searched for now: running shoes)" in (
+        asked
+    )
+
+
+def test_in_black_keeps_the_budget_and_adds_the_colour(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    answer = ask(client, "in black", first["conversation"])
+    assert answer["search_text"] == "running shoes in black"
+    assert filters(answer) == [("max_price", 100.0, "conversation")]
+    assert answer["filters_applied"][0]["text"] == "under $100"
+    assert all(p["price"] <= 100 for p in answer["products"])
+    top = BY_ID[answer["products"][0]["id"]]
+    assert "Black" in top.description and "Running Shoes" in top.name, top
+
+
+def test_more_like_the_second_one_searches_by_that_product(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    second = first["products"][1]
+    answer = ask(client, "more like the second one", first["conversation"])
+    ids = [p["id"] for p in answer["products"]]
+    assert ids and second["id"] not in ids
+    # Exactly the products nearest to it under the carried budget: what the product's own
+    # "similar" endpoint gives with the same filter.
+    similar = client.get(f"/products/{second['id']}/similar", params={"top_k": 5, "max_price": 100})
+    assert similar.status_code == 200, similar.text
+    assert ids == [p["id"] for p in similar.json()["products"]]
+    assert filters(answer) == [("max_price", 100.0, "conversation")]
+    assert all(BY_ID[i].category == BY_ID[second["id"]].category for i in ids)
+    assert all(p["price"] <= 100 for p in answer["products"])
+
+
+def test_not_a_brand_excludes_it_and_keeps_the_rest(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    assert any(p["brand"] == "Kinetiq" for p in first["products"])  # so the test can fail
+    answer = ask(client, "not kinetiq", first["conversation"])
+    assert filters(answer) == [
+        ("exclude_brand", "Kinetiq", "query"),
+        ("max_price", 100.0, "conversation"),
+    ]
+    offered = answer["products"] + answer["closest_outside_filters"]
+    assert offered and all(p["brand"] != "Kinetiq" for p in offered)
+    # The exclusion is carried to the next turn.
+    later = ask(client, "cheaper", answer["conversation"])
+    assert ("exclude_brand", "Kinetiq", "conversation") in filters(later)
+    assert all(p["brand"] != "Kinetiq" for p in later["products"])
+
+
+def test_a_new_question_starts_fresh(client: httpx.Client, first: dict[str, Any]) -> None:
+    answer = ask(client, "headphones for swimming", first["conversation"])
+    assert filters(answer) == []
+    assert answer["products"][0]["id"] == 12
+
+
+def _tampered(token: str) -> str:
+    payload, mac = token.split(".")
+    state = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    state["f"] = []  # drop the budget
+    raw = json.dumps(state, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode() + "." + mac
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (_tampered, "bad signature"),
+        (lambda t: t.split(".")[0], "malformed token"),
+        (lambda t: "x" * 5000, "at most 4096 characters"),
+        (lambda t: "", "at least 1 character"),
+    ],
+)
+def test_a_tampered_or_malformed_token_is_a_422(
+    client: httpx.Client, first: dict[str, Any], make: Any, reason: str
+) -> None:
+    r = client.post(
+        "/recommend", json={"query": "cheaper", "conversation": make(first["conversation"])}
+    )
+    assert r.status_code == 422, r.text
+    assert reason in r.json()["detail"]
+
+
+def test_an_expired_token_is_a_422(client: httpx.Client) -> None:
+    # Signed with the server's secret, issued longer ago than its CONVERSATION_TTL_SECONDS.
+    codec = ConversationCodec(SECRET.encode(), TTL)
+    old = codec.issue(ConversationState("running shoes"), now=time.time() - TTL - 5)
+    r = client.post("/search", json={"query": "cheaper", "conversation": old})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"].startswith("conversation: expired")
+    fresh = codec.issue(ConversationState("running shoes"))
+    r = client.post("/search", json={"query": "cheaper", "conversation": fresh})
+    assert r.status_code == 200, r.text
+
+
+def test_a_product_gone_since_it_was_shown_falls_back_to_the_text(client: httpx.Client) -> None:
+    codec = ConversationCodec(SECRET.encode(), TTL)
+    state = ConversationState("running shoes", shown=(ShownProduct(404, 50.0),), like=404)
+    answer = ask(client, "cheaper", codec.issue(state))
+    assert answer["products"] and all(
+        "Running Shoes" in p["name"] and p["price"] <= 49.99 for p in answer["products"]
+    )
+
+
+def test_pointing_at_a_product_that_was_not_shown_is_a_422(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    r = client.post(
+        "/recommend",
+        json={"query": "more like the ninth one", "conversation": first["conversation"]},
+    )
+    assert r.status_code == 422, r.text
+    assert "showed 5 products" in r.json()["detail"]

@@ -1,0 +1,166 @@
+"""Follow-up rules (app/query/followup.py) on the real offline parser and phrasebook, and
+how plan_filters ranks what a conversation carries. No model, no store: milliseconds.
+
+The last turn: "running shoes under $100" showed five shoes at $45..$95 (and one at $120
+outside the budget); the catalog's brands are Acme, Brumm Audio and Lune & Leaf.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.query import OfflineQueryParser, plan_filters
+from app.query.followup import (
+    ConversationState,
+    FollowUpError,
+    FollowUpReader,
+    ShownProduct,
+    Turn,
+)
+from app.query.types import Constraint, FilterField
+from app.store import SearchFilter
+
+PARSER = OfflineQueryParser()
+READER = FollowUpReader(PARSER.book)
+BRANDS = frozenset({"Acme", "Brumm Audio", "Lune & Leaf"})
+CATEGORIES = frozenset({"sports", "kitchen", "audio"})
+LAST = ConversationState(
+    search_text="running shoes",
+    filters=(Constraint("max_price", 100.0, "under $100"),),
+    shown=(
+        ShownProduct(11, 45.0),
+        ShownProduct(12, 60.0),
+        ShownProduct(13, 75.0),
+        ShownProduct(14, 89.0),
+        ShownProduct(15, 95.0),
+        ShownProduct(16, 120.0, outside=True),
+    ),
+)
+
+
+def read(query: str, state: ConversationState | None = LAST) -> Turn:
+    return READER.read(PARSER.parse(query, CATEGORIES), state, BRANDS, CATEGORIES)
+
+
+def applied(turn: Turn) -> list[tuple[str, object, str]]:
+    plan = plan_filters(turn.parsed, None, (), "$", turn.carried)
+    return [(f.field, f.value, f.source) for f in plan.applied]
+
+
+def test_without_a_conversation_the_parse_is_the_turn() -> None:
+    parsed = PARSER.parse("running shoes under $100", CATEGORIES)
+    assert READER.read(parsed, None, BRANDS, CATEGORIES) == Turn(parsed)
+
+
+@pytest.mark.parametrize("query", ["cheaper", "cheaper ones?", "anything less expensive"])
+def test_cheaper_caps_below_the_median_price_shown_within_the_bounds(query: str) -> None:
+    turn = read(query)
+    assert turn.follow_up and turn.parsed.search_text == "running shoes"
+    # Median of 45, 60, 75, 89, 95 (the $120 one was outside the budget): 75, exclusive.
+    assert ("max_price", 74.99, "query") in applied(turn)
+    assert ("price_preference", "low", "query") in applied(turn)
+    assert [f for f in applied(turn) if f[0] == "max_price"] == [("max_price", 74.99, "query")]
+
+
+def test_cheaper_never_raises_the_budget() -> None:
+    low = ConversationState(
+        "running shoes", (Constraint("max_price", 50.0, "under $50"),), LAST.shown[:5]
+    )
+    assert [f for f in applied(read("cheaper", low)) if f[0] == "max_price"] == [
+        ("max_price", 50.0, "query")
+    ]
+
+
+def test_in_black_adds_the_words_and_keeps_the_budget() -> None:
+    turn = read("in black")
+    assert turn.follow_up and turn.parsed.search_text == "running shoes in black"
+    assert applied(turn) == [("max_price", 100.0, "conversation")]
+    # Said twice, added once; a long conversation's text stops growing at its cap.
+    again = ConversationState("running shoes in black", LAST.filters, LAST.shown)
+    assert read("and in black?", again).parsed.search_text == "running shoes in black"
+    long = ConversationState("shoes " * 50, LAST.filters, LAST.shown)
+    assert len(read("with laces", long).parsed.search_text) <= 300
+
+
+def test_a_new_budget_replaces_the_old_one() -> None:
+    turn = read("under $60")
+    assert turn.parsed.search_text == "running shoes"
+    assert applied(turn) == [("max_price", 60.0, "query")]
+
+
+@pytest.mark.parametrize(
+    ("query", "product"),
+    [
+        ("more like the second one", 12),
+        ("similar to #2", 12),
+        ("like the first", 11),
+        ("something like the 3rd one, but cheaper", 13),
+        ("more like the last one", 16),
+    ],
+)
+def test_more_like_a_shown_product_searches_by_it(query: str, product: int) -> None:
+    turn = read(query)
+    assert turn.like == product and turn.parsed.search_text == "running shoes"
+
+
+def test_a_product_that_was_not_shown_is_a_clear_error() -> None:
+    with pytest.raises(FollowUpError, match="showed 6 products"):
+        read("more like the ninth one")
+
+
+def test_brands_are_excluded_or_wanted_by_the_catalogs_spelling() -> None:
+    assert applied(read("not acme")) == [
+        ("exclude_brand", "Acme", "query"),
+        ("max_price", 100.0, "conversation"),
+    ]
+    both = applied(read("no Acme or brumm audio"))
+    assert [f for f in both if f[0] == "exclude_brand"] == [
+        ("exclude_brand", "Acme", "query"),
+        ("exclude_brand", "Brumm Audio", "query"),
+    ]
+    assert ("brand", "Lune & Leaf", "query") in applied(read("only Lune & Leaf"))
+    assert ("brand", "Acme", "query") in applied(read("Acme ones"))
+
+
+def test_a_wanted_brand_lifts_its_exclusion_and_replaces_the_wanted_one() -> None:
+    last = ConversationState(
+        "running shoes",
+        (Constraint("exclude_brand", "Acme", "not Acme"), Constraint("brand", "Brumm Audio", "")),
+        LAST.shown,
+    )
+    assert applied(read("what about Acme", last)) == [("brand", "Acme", "query")]
+
+
+def test_a_negation_that_names_no_brand_is_never_searched_for() -> None:
+    turn = read("not Samsung")
+    assert turn.follow_up and turn.parsed.search_text == "running shoes"
+    assert applied(turn) == [("max_price", 100.0, "conversation")]
+
+
+def test_a_category_named_alone_sets_the_category() -> None:
+    turn = read("only kitchen ones")
+    assert turn.parsed.search_text == "running shoes"
+    assert ("category", "kitchen", "query") in applied(turn)
+
+
+def test_a_new_question_starts_fresh() -> None:
+    turn = read("headphones for swimming")
+    assert not turn.follow_up and turn.carried == ()
+    assert turn.parsed.search_text == "headphones for swimming"
+
+
+def test_the_request_and_this_turn_win_over_what_was_carried() -> None:
+    turn = read("in black")
+    plan = plan_filters(turn.parsed, SearchFilter(max_price=70.0), (), "$", turn.carried)
+    assert [(f.field, f.value, f.source) for f in plan.applied] == [("max_price", 70.0, "request")]
+    ignored: tuple[FilterField, ...] = ("max_price",)
+    removed = plan_filters(turn.parsed, None, ignored, "$", turn.carried)
+    assert removed.applied == () and removed.search_filter.is_empty
+
+
+def test_the_product_searched_by_stays_until_new_words_come() -> None:
+    liked = ConversationState("running shoes", LAST.filters, LAST.shown, like=12)
+    assert read("cheaper", liked).like == 12
+    assert read("not acme", liked).like == 12
+    assert read("in black", liked).like is None
+    assert read("more like the first one", liked).like == 11

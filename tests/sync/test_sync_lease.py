@@ -1,0 +1,149 @@
+"""The sync lease (app/sync/lease.py): taken, held, renewed, expired, lost and released.
+
+On qdrant-client's local mode (fast, same calls) and on a real Qdrant server, where the
+conditional upsert is checked by the engine; a race of many claimants on the server must
+leave exactly one holder. Two real syncer processes sharing one server:
+test_sync_two_syncers.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from app.core.config import Settings
+from app.store import open_store
+from app.store.qdrant_client_store import QdrantClientStore
+from app.sync.lease import LeaseHeldError, LeaseLostError, SyncLease
+from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
+
+LEASE = 30.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _open(url: str | None) -> QdrantClientStore:
+    # A collection per test: the server is shared by the session.
+    name = f"lease_{uuid.uuid4().hex[:12]}"
+    settings = Settings(qdrant_url=url, qdrant_path=":memory:", qdrant_collection=name)
+    store = open_store(settings)
+    assert isinstance(store, QdrantClientStore)
+    return store
+
+
+@pytest.fixture(params=["memory", pytest.param("server", marks=pytest.mark.server)])
+def store(request: pytest.FixtureRequest) -> Iterator[QdrantClientStore]:
+    url = request.getfixturevalue("qdrant_server") if request.param == "server" else None
+    s = _open(url)
+    yield s
+    s.close()
+
+
+def test_one_holder_until_expiry_then_the_other_takes_over(store: QdrantClientStore) -> None:
+    clock = Clock()
+    a = SyncLease(store, LEASE, holder="host-a:1:aa", clock=clock)
+    b = SyncLease(store, LEASE, holder="host-b:2:bb", clock=clock)
+    assert a.current() is None
+
+    assert a.claim().until == clock.now + LEASE
+    with pytest.raises(LeaseHeldError) as held:
+        b.claim()
+    assert held.value.state.holder == "host-a:1:aa"
+    assert held.value.retry_in == LEASE
+    assert "host-a:1:aa until" in str(held.value)
+
+    # Renewed before a third has passed: no write; after it, the expiry moves on.
+    clock.now += LEASE / 4
+    a.renew_if_due()
+    assert a.current().until == clock.now - LEASE / 4 + LEASE  # type: ignore[union-attr]
+    clock.now += LEASE / 4
+    a.renew_if_due()
+    assert a.current().until == clock.now + LEASE  # type: ignore[union-attr]
+
+    # A dead holder stops renewing: once its lease ends the other syncer takes it ...
+    clock.now += LEASE - 1
+    with pytest.raises(LeaseHeldError):
+        b.claim()
+    clock.now += 2
+    assert b.claim().holder == "host-b:2:bb"
+    # A release is conditional on holding: the old holder's leaves b's lease alone ...
+    a.release()
+    assert a.current().holder == "host-b:2:bb"  # type: ignore[union-attr]
+    # ... and the old holder, if it was only slow, finds out before its next write.
+    with pytest.raises(LeaseLostError):
+        a.renew_if_due()
+    with pytest.raises(LeaseHeldError):
+        a.claim()
+
+    # A clean shutdown ends the lease at once; the other need not wait for the expiry.
+    b.release()
+    assert a.claim().holder == "host-a:1:aa"
+
+
+def test_the_lease_outlives_a_dropped_products_collection(store: QdrantClientStore) -> None:
+    clock = Clock()
+    a = SyncLease(store, LEASE, holder="a", clock=clock)
+    a.claim()
+    store.ensure_collection(8)
+    store._client.delete_collection(store._collection)
+    with pytest.raises(LeaseHeldError):
+        SyncLease(store, LEASE, holder="b", clock=clock).claim()
+
+
+@pytest.mark.server
+def test_racing_claimants_on_the_server_leave_exactly_one_holder(
+    qdrant_server: str,
+) -> None:
+    """Each round every claimant has its own client and starts at one barrier; the lease
+    is free (first round: no point yet; later: expired)."""
+    claimants = 8
+    name = f"race_{uuid.uuid4().hex[:12]}"
+    stores = [
+        open_store(Settings(qdrant_url=qdrant_server, qdrant_collection=name))
+        for _ in range(claimants)
+    ]
+    clock = Clock()
+    try:
+        for _ in range(10):
+            leases = [
+                SyncLease(s, LEASE, holder=f"h{i}", clock=clock)  # type: ignore[arg-type]
+                for i, s in enumerate(stores)
+            ]
+            barrier = threading.Barrier(claimants)
+            won: list[str] = []
+
+            def claim(
+                lease: SyncLease, barrier: threading.Barrier = barrier, won: list[str] = won
+            ) -> None:
+                barrier.wait()
+                with contextlib.suppress(LeaseHeldError):
+                    won.append(lease.claim().holder)
+
+            threads = [threading.Thread(target=claim, args=(lease,)) for lease in leases]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert len(won) == 1, won
+            assert leases[0].current().holder == won[0]  # type: ignore[union-attr]
+            clock.now += LEASE + 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_only_a_server_store_gets_a_lease() -> None:
+    memory = Settings(qdrant_path=":memory:", qdrant_url=None)
+    store = open_store(memory)
+    assert SyncLease.for_settings(memory, store) is None
+    store.close()
