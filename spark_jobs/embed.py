@@ -171,7 +171,7 @@ def _write(
     props: dict[str, str] | None,
     overrides: dict[str, str] | None,
 ) -> None:
-    """One commit. Into a new table: bulk_insert (keys are distinct already), else upsert."""
+    """One commit: into a new table a bulk_insert, else an upsert."""
     options = {
         "hoodie.table.name": props["hoodie.table.name"] if props else VECTORS_TABLE_NAME,
         "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
@@ -184,7 +184,9 @@ def _write(
         ),
         **(overrides or {}),
     }
-    vectors.write.format("hudi").options(**options).mode("append").save(vectors_path)
+    # Keys are distinct unless a worker re-keyed a chunk for its own engine (embed_worker).
+    distinct = vectors.dropDuplicates([CONTENT_KEY])
+    distinct.write.format("hudi").options(**options).mode("append").save(vectors_path)
 
 
 @contextmanager
