@@ -32,7 +32,14 @@ from app.core.config import Settings, default_vectors_path, get_settings
 from app.embedding.choice import EncoderChoice
 from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID
 from spark_jobs import cli
-from spark_jobs.embed_worker import CHUNK_SCHEMA, VECTOR_SCHEMA, EmbedConfig, chunk_rows, embed_rows
+from spark_jobs.embed_worker import (
+    CHUNK_SCHEMA,
+    TEXT,
+    VECTOR_SCHEMA,
+    EmbedConfig,
+    chunk_rows,
+    embed_rows,
+)
 from spark_jobs.errors import JobError
 from spark_jobs.table import (
     has_completed_writes,
@@ -107,6 +114,11 @@ def embed_table(
         .localCheckpoint(eager=True)
     )
     total = chunks.count()
+    if chunks.select(MODEL_ID).distinct().count() > 1:
+        # Workers on CPUs that picked different engines keyed one text twice; the embed
+        # stage keys each by the engine that embeds it, which makes the two rows equal.
+        chunks = chunks.dropDuplicates([TEXT]).localCheckpoint(eager=True)
+        total = chunks.count()
     props = read_table_properties(spark, vectors_path)
     exists = props is not None and has_completed_writes(spark, vectors_path)
     todo = chunks
@@ -184,9 +196,7 @@ def _write(
         ),
         **(overrides or {}),
     }
-    # Keys are distinct unless a worker re-keyed a chunk for its own engine (embed_worker).
-    distinct = vectors.dropDuplicates([CONTENT_KEY])
-    distinct.write.format("hudi").options(**options).mode("append").save(vectors_path)
+    vectors.write.format("hudi").options(**options).mode("append").save(vectors_path)
 
 
 @contextmanager
