@@ -107,6 +107,10 @@ class SyncCollector(Collector):
             "sync_cycles": ("Completed sync cycles (noop cycles included).", t.cycles),
             "sync_failures": ("Sync cycles that failed.", t.failures),
             "sync_embedded_chunks": ("Chunks embedded and written.", t.embedded),
+            "sync_loaded_chunks": (
+                "Chunks written with a vector loaded from VECTORS_TABLE_PATH (spark_jobs.embed).",
+                t.loaded,
+            ),
             "sync_skipped_chunks": ("Chunks kept because their content was unchanged.", t.skipped),
             "sync_deleted_chunks": ("Stale or removed chunks deleted.", t.deleted),
         }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +113,10 @@ def get_spark(
         builder = builder.config("spark.jars", ",".join(jars))
     if packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
+    # Python workers (spark_jobs.embed) run this interpreter, whose packages the job needs;
+    # PySpark otherwise starts whatever `python3` is first on PATH. Read by SparkContext
+    # from the environment only; a cluster's spark-submit sets its own.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     configure_s3a(session, s)

@@ -46,6 +46,7 @@ LONGEST_FIRST = (
     "tests/sync/test_sync_delete_paths.py",  # 32 s
     "tests/embedding/test_embedding.py",  # 29 s
     "tests/sync/test_sync_service.py",  # 28 s
+    "tests/spark_jobs/test_embed.py",  # 28-45 s: Spark's Python workers load the model
     "tests/api/test_api_engines.py",  # 35 s (three services, one per engine)
     "tests/api/test_api_input.py",  # 22 s
     "tests/web/test_web_e2e.py",  # 19 s

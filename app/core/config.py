@@ -86,6 +86,10 @@ class Settings(BaseSettings):
     # With a Qdrant server: how long a syncer's lease lasts unless renewed (app/sync/lease.py);
     # a dead syncer is replaced after at most this long. Renewed every third of it.
     sync_lease_seconds: float = Field(120.0, ge=2)
+    # Chunk vectors made by `python -m spark_jobs.embed`: a chunk whose content key is
+    # there is loaded, not embedded. Default: beside the table (default_vectors_path);
+    # where no table exists the sync embeds everything itself.
+    vectors_table_path: str = ""
 
     # --- retrieval ----------------------------------------------------------------------
     vector_search_top_k: int = Field(5, ge=1, le=50)
@@ -167,6 +171,8 @@ class Settings(BaseSettings):
         for name, path in defaults.items():
             if not getattr(self, name):
                 setattr(self, name, str(path))
+        if not self.vectors_table_path:
+            self.vectors_table_path = default_vectors_path(self.hudi_table_path)
         return self
 
     @field_validator("cors_origins", mode="before")
@@ -175,6 +181,11 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
+
+
+def default_vectors_path(table_path: str) -> str:
+    """Where the Spark embed job writes a table's chunk vectors and the sync looks for them."""
+    return f"{table_path.rstrip('/')}_chunk_vectors"
 
 
 @lru_cache

@@ -1,6 +1,7 @@
 """`python -m app.sync [--once | --loop | --verify | --full]`: the sync as its own process.
 
---once    one cycle; prints `embedded N`, `skipped N`, `deleted N`
+--once    one cycle; prints `embedded N`, `loaded N` (vectors from spark_jobs.embed),
+          `skipped N`, `deleted N`
 --loop    a cycle every SYNC_INTERVAL_SECONDS until interrupted; any failed cycle is
           logged and retried with backoff (app/sync/backoff.py), never fatal
 --full    one cycle that reconciles the whole table (re-embeds only what changed)
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"checkpoint {cycle.end}")
             print(f"rows {cycle.rows}")
             print(f"embedded {cycle.embedded}")
+            print(f"loaded {cycle.loaded}")
             print(f"skipped {cycle.skipped}")
             print(f"deleted {cycle.deleted}")
             print(f"payload_updates {cycle.payload_updates}")

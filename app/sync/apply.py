@@ -7,9 +7,12 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.core.catalog import Product, payload_fields
 from app.embedding import Embedder
 from app.store.base import ChunkPoint, PayloadUpdate, StoredChunk, VectorStore
+from app.sync.chunk_vectors import ChunkVectorSource
 from app.sync.chunking import ProductChunk, ProductChunker
 
 logger = logging.getLogger(__name__)
@@ -26,6 +29,7 @@ EMBED_GROUP = 1024
 class ApplyCounts:
     products: int = 0
     embedded: int = 0
+    loaded: int = 0  # new chunks whose vector came from the Spark job's table, not the model
     skipped: int = 0  # chunks already present with the same content (not re-embedded)
     payload_updates: int = 0  # kept chunks whose product fields (e.g. price) changed
     deleted: int = 0
@@ -33,16 +37,24 @@ class ApplyCounts:
     def add(self, other: ApplyCounts) -> None:
         self.products += other.products
         self.embedded += other.embedded
+        self.loaded += other.loaded
         self.skipped += other.skipped
         self.payload_updates += other.payload_updates
         self.deleted += other.deleted
 
 
 class ChunkApplier:
-    def __init__(self, store: VectorStore, embedder: Embedder, chunker: ProductChunker) -> None:
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        chunker: ProductChunker,
+        vectors: ChunkVectorSource | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.chunker = chunker
+        self.vectors = vectors
 
     def apply(
         self, products: Sequence[Product], existing: dict[int, list[StoredChunk]]
@@ -80,8 +92,8 @@ class ChunkApplier:
             stale.extend(old)
         updates.extend(PayloadUpdate(ids, dict(position)) for position, ids in moved.items())
 
-        self._embed_and_upsert(to_embed)
-        counts.embedded = len(to_embed)
+        counts.loaded = self._embed_and_upsert(to_embed)
+        counts.embedded = len(to_embed) - counts.loaded
         self.store.set_payloads(updates)
         counts.payload_updates = sum(len(u.ids) for u in updates)
         if stale:
@@ -89,10 +101,27 @@ class ChunkApplier:
         counts.deleted = len(stale)
         return counts
 
-    def _embed_and_upsert(self, items: list[tuple[ProductChunk, Product]]) -> None:
+    def _embed_and_upsert(self, items: list[tuple[ProductChunk, Product]]) -> int:
+        """Write `items` with their vectors; returns how many were loaded, not embedded."""
+        loaded = 0
         for group_start in range(0, len(items), EMBED_GROUP):
             group = items[group_start : group_start + EMBED_GROUP]
-            vectors = self.embedder.embed([chunk.text for chunk, _ in group])
+            found = (
+                self.vectors.lookup([chunk.chunk_hash for chunk, _ in group])
+                if self.vectors
+                else {}
+            )
+            todo = [i for i, (chunk, _) in enumerate(group) if chunk.chunk_hash not in found]
+            if found:
+                vectors = np.empty((len(group), self.embedder.dim), dtype=np.float32)
+                for i, (chunk, _) in enumerate(group):
+                    if chunk.chunk_hash in found:
+                        vectors[i] = found[chunk.chunk_hash]
+                if todo:
+                    vectors[todo] = self.embedder.embed([group[i][0].text for i in todo])
+                loaded += len(group) - len(todo)
+            else:
+                vectors = self.embedder.embed([chunk.text for chunk, _ in group])
             for start in range(0, len(group), UPSERT_BATCH):
                 self.store.upsert(
                     [
@@ -102,6 +131,7 @@ class ChunkApplier:
                         )
                     ]
                 )
+        return loaded
 
 
 def group_by_product(chunks: Iterable[StoredChunk]) -> dict[int, list[StoredChunk]]:

@@ -127,11 +127,20 @@ class ProductChunker:
         return self._splitter(capacity).chunks(description)
 
     def _make(self, product_id: int, index: int, count: int, text: str) -> ProductChunk:
-        # The BM25 format is in the key too: a point holds both vectors, and one written
-        # under another tokenisation must be rewritten, not kept as "unchanged".
-        key = f"{self._model_id}\x1f{SPARSE_FORMAT}\x1f{text}"
-        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+        digest = chunk_hash(self._model_id, text)
         # Keyed by content (and product): an unchanged chunk keeps its id and is never
         # re-embedded; an edited one gets a new id and the old id is deleted.
         point_id = str(uuid.uuid5(_POINT_NAMESPACE, f"{product_id}:{digest}"))
         return ProductChunk(point_id, product_id, index, digest, text, count)
+
+
+def chunk_hash(model_id: str, text: str) -> str:
+    """A chunk's content key: its text in one vector space (the model id names the encoder).
+
+    Equal keys mean interchangeable vectors, which is what lets the sync load a vector the
+    Spark job made (app/sync/chunk_vectors.py). The BM25 format is in the key too: a point
+    holds both vectors, and one written under another tokenisation must be rewritten, not
+    kept as "unchanged".
+    """
+    key = f"{model_id}\x1f{SPARSE_FORMAT}\x1f{text}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]

@@ -30,6 +30,7 @@ from app.core.errors import RecommenderError
 from app.embedding import Embedder
 from app.store.base import GROUP_FIELD, VectorStore
 from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
+from app.sync.chunk_vectors import ChunkVectorSource
 from app.sync.chunking import ProductChunker
 from app.sync.hudi_source import TableSnapshot, WindowChanges
 from app.sync.lease import LeaseHeldError, SyncLease
@@ -81,7 +82,8 @@ class SyncEngine:
             min(settings.max_chunk_tokens, embedder.max_seq_tokens),
             settings.chunk_overlap_tokens,
         )
-        self.applier = ChunkApplier(store, embedder, self.chunker)
+        self.vectors = ChunkVectorSource(settings, embedder.dim)
+        self.applier = ChunkApplier(store, embedder, self.chunker, self.vectors)
         self._open_table = open_table
         self.totals = SyncTotals()
         # One cycle at a time inside this process (background loop vs POST /sync).
@@ -205,6 +207,7 @@ class SyncEngine:
         t = self.totals
         t.cycles += 1
         t.embedded += report.embedded
+        t.loaded += report.loaded
         t.skipped += report.skipped
         t.deleted += report.deleted
         t.payload_updates += report.payload_updates
@@ -226,6 +229,7 @@ class SyncEngine:
         started = time.monotonic()
         moves = self._moves
         table = self._open_table(self.settings)
+        self.vectors.start_cycle()
         latest = table.latest
         # Recreates a collection dropped under a running service; its checkpoint went with
         # it (same lifetime), so the check below turns this cycle into a bootstrap.
@@ -257,14 +261,17 @@ class SyncEngine:
                     unindexed=self._unindexed,
                 ).to_dict()
             )
+        self.vectors.release()
         report.seconds = time.monotonic() - started
         logger.info(
-            "sync %s (%s, %s]: rows %d, embedded %d, skipped %d, deleted %d, payload %d in %.2fs%s",
+            "sync %s (%s, %s]: rows %d, embedded %d, loaded %d, skipped %d, deleted %d, "
+            "payload %d in %.2fs%s",
             report.mode,
             report.start,
             report.end,
             report.rows,
             report.embedded,
+            report.loaded,
             report.skipped,
             report.deleted,
             report.payload_updates,
@@ -367,7 +374,7 @@ class SyncEngine:
     def _apply(self, batch: list[Product], held: list[int]) -> ApplyCounts:
         existing = group_by_product(self.store.chunks_for_products(held)) if held else {}
         counts = self.applier.apply(batch, existing)
-        self._unindexed += counts.embedded
+        self._unindexed += counts.embedded + counts.loaded
         return counts
 
     def _build_index(self, report: CycleReport, after: int) -> None:
@@ -401,6 +408,7 @@ class SyncEngine:
     def _fill(report: CycleReport, counts: ApplyCounts) -> CycleReport:
         report.products = counts.products
         report.embedded = counts.embedded
+        report.loaded = counts.loaded
         report.skipped = counts.skipped
         report.payload_updates = counts.payload_updates
         report.deleted = counts.deleted

@@ -59,6 +59,7 @@ class CycleReport:
     rows: int = 0
     products: int = 0
     embedded: int = 0
+    loaded: int = 0  # new chunks whose vector came from VECTORS_TABLE_PATH (not embedded)
     skipped: int = 0
     payload_updates: int = 0
     deleted: int = 0
@@ -74,6 +75,7 @@ class SyncTotals:
     cycles: int = 0
     failures: int = 0
     embedded: int = 0
+    loaded: int = 0
     skipped: int = 0
     deleted: int = 0
     payload_updates: int = 0

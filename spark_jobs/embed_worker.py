@@ -1,0 +1,121 @@
+"""What `spark_jobs.embed` runs inside Spark's Python workers: chunk rows, embed chunks.
+
+Plain `rdd.mapPartitions` over rows, not `mapInArrow`/`mapInPandas`: PySpark 3.5 wants
+pandas for those, which nothing else here needs; pickling rows costs little beside the
+model (~5 ms of CPU a chunk).
+
+Kept apart from the job's module so Spark ships these functions by reference: a function
+defined in `__main__` (the job run as `python -m`) would be pickled by value with its own
+globals, and the model cache below would be rebuilt for every task. Python workers are
+reused across tasks (`spark.python.worker.reuse`, Spark's default), so each loads the model
+once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from app.core.catalog import Product
+from app.embedding import Embedder, load_embedder
+from app.embedding.choice import EncoderChoice
+from app.sync.apply import EMBED_GROUP
+from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID, VECTOR
+from app.sync.chunking import ProductChunker, chunk_hash
+
+if TYPE_CHECKING:
+    from pyspark.sql import Row
+
+TEXT = "text"
+PartitionFunction = Callable[[Iterable["Row"]], Iterator[tuple[Any, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedConfig:
+    """The driver's settings that decide a chunk's text and vector, shipped to every worker.
+
+    The same fields the sync builds its chunker and embedder from (app/sync/engine.py).
+    """
+
+    model: str
+    encoder: EncoderChoice
+    batch_size: int
+    max_chunk_tokens: int
+    overlap_tokens: int
+    # ONNX Runtime threads per task: a task holds spark.task.cpus cores.
+    threads: int = 1
+
+
+@lru_cache(maxsize=2)
+def worker_model(config: EmbedConfig) -> tuple[Embedder, ProductChunker]:
+    """This worker's embedder and chunker, loaded on first use (one per Python worker)."""
+    from app.core.config import get_settings
+
+    # The export cache is the worker's own (DATA_DIR or MODEL_CACHE_DIR where it runs).
+    embedder = load_embedder(
+        config.model,
+        "cpu",
+        config.batch_size,
+        config.encoder,
+        get_settings().model_cache_dir,
+        config.threads,
+        1,
+    )
+    chunker = ProductChunker(
+        embedder.tokenizer(),
+        embedder.model_id,
+        min(config.max_chunk_tokens, embedder.max_seq_tokens),
+        config.overlap_tokens,
+    )
+    return embedder, chunker
+
+
+CHUNK_SCHEMA = f"{CONTENT_KEY} string, {TEXT} string, {MODEL_ID} string"
+VECTOR_SCHEMA = (
+    f"{CONTENT_KEY} string, {MODEL_ID} string, {VECTOR} array<float>, {EMBEDDED_AT} long"
+)
+
+
+def chunk_rows(config: EmbedConfig) -> PartitionFunction:
+    """Product rows -> one (content key, text, model id) per chunk, for `rdd.mapPartitions`."""
+
+    def run(rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
+        embedder, chunker = worker_model(config)
+        for row in rows:
+            for chunk in chunker.chunk(Product.from_row(row.asDict())):
+                yield chunk.chunk_hash, chunk.text, embedder.model_id
+
+    return run
+
+
+def embed_rows(config: EmbedConfig) -> PartitionFunction:
+    """Chunk rows -> (content key, model id, vector, ts), keyed by the engine that embedded."""
+
+    def run(rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
+        embedder, _ = worker_model(config)
+        for group in _groups(rows, EMBED_GROUP):
+            vectors = embedder.embed([str(r[TEXT]) for r in group])
+            now = time.time_ns() // 1_000_000
+            for row, vector in zip(group, vectors, strict=True):
+                # A chunk stage on a worker whose CPU picked another engine keyed the text
+                # for that engine: the key follows the vector, so none is ever mislabelled.
+                key = row[CONTENT_KEY]
+                if row[MODEL_ID] != embedder.model_id:
+                    key = chunk_hash(embedder.model_id, row[TEXT])
+                yield key, embedder.model_id, vector.tolist(), now
+
+    return run
+
+
+def _groups(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
+    group: list[Row] = []
+    for row in rows:
+        group.append(row)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
