@@ -342,9 +342,9 @@ def test_lag_is_the_age_of_the_oldest_commit_not_yet_searchable(
     gate = threading.Event()
 
     class GatedApplier(ChunkApplier):
-        def __init__(self, store: Any, embedder: Any, chunker: Any) -> None:
+        def __init__(self, store: Any, embedder: Any, *rest: Any) -> None:
             gated: Any = GatedEmbedder(embedder, gate)  # the applier only calls embed()
-            super().__init__(store, gated, chunker)
+            super().__init__(store, gated, *rest)
 
     monkeypatch.setattr(engine_module, "ChunkApplier", GatedApplier)
     settings = Settings(
