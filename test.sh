@@ -2,9 +2,11 @@
 # Installs what is missing, then lints (ruff), type-checks (mypy, beside pytest) and runs
 # every test, slow end-to-end ones included. Extra arguments go to pytest
 # (e.g. ./test.sh -k sync -x).
-# Both tiers use TEST_WORKERS pytest-xdist workers (default 2; `--dist loadfile` keeps each
-# test file on one worker, so its module fixtures are built once), each full-tier worker
-# with its own SparkSession. TEST_WORKERS=0 runs in one process (for --pdb, or one core).
+# Both tiers use TEST_WORKERS pytest-xdist workers (`--dist loadfile` keeps each test file
+# on one worker, so its module fixtures are built once), each full-tier worker with its own
+# SparkSession. Default 3 on 2 cores: many tests wait on deadlines and subprocesses, and a
+# third worker fills that time (full suite 310 s against 329 s with 2; BENCHMARKS.md).
+# TEST_WORKERS=0 runs in one process (for --pdb, or one core).
 #   ./test.sh --fast [pytest args]   the tier without a JVM, a browser or long end-to-end
 #                                    cases (tests not marked spark/slow); its set-up needs
 #                                    no java, javac or mvn either.
@@ -38,7 +40,7 @@ echo "[test] pytest (mypy running beside it)"
 pytest_rc=0
 tier=()
 if [ "$fast" = 1 ]; then tier=(-m "not spark and not slow"); fi
-workers=${TEST_WORKERS:-2}
+workers=${TEST_WORKERS:-3}
 if [ "$workers" = 0 ]; then
   .venv/bin/pytest "${tier[@]}" "$@" || pytest_rc=$?
 else
