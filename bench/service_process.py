@@ -43,7 +43,43 @@ def checkout_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
 
 
-class ServiceProcess:
+class _ManagedProcess:
+    """A subprocess started on entering and terminated on exit, ready once `ready_url`
+    answers 200."""
+
+    ready_url: str
+    name: str
+    _startup_s: float
+    _proc: subprocess.Popen[bytes] | None = None
+
+    def _wait_ready(self, poll_s: float) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self._startup_s
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.ready_url, timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self._proc.poll() is not None:
+                raise SystemExit(f"{self.name} exited during startup")
+            time.sleep(poll_s)
+        self.__exit__(None, None, None)
+        raise SystemExit(f"{self.name} not ready in {self._startup_s:.0f} s")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(30)
+            self._proc = None
+
+
+class ServiceProcess(_ManagedProcess):
     """`app.main:app` on the store at `shard` (SYNC_MODE=off), ready when entered."""
 
     def __init__(
@@ -80,33 +116,12 @@ class ServiceProcess:
         self._cmd += ["--port", str(self.port), "--log-level", "warning"]
         self._env = env
         self._startup_s = startup_s
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.ready_url, self.name = f"{self.url}/ready", "service"
 
     def __enter__(self) -> ServiceProcess:
         self._proc = subprocess.Popen(self._cmd, cwd=ROOT, env=self._env)
-        deadline = time.monotonic() + self._startup_s
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/ready", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if self._proc.poll() is not None:
-                raise SystemExit("service exited during startup")
-            time.sleep(0.5)
-        self.__exit__(None, None, None)
-        raise SystemExit(f"service not ready in {self._startup_s:.0f} s")
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait(30)
-            self._proc = None
+        self._wait_ready(0.5)
+        return self
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the service process so far (all its threads)."""
@@ -211,7 +226,7 @@ def measure(
     return Phase(phase.latencies, phase.wall, service.cpu_seconds() - cpu)
 
 
-class QdrantServerProcess:
+class QdrantServerProcess(_ManagedProcess):
     """A Qdrant server from `binary` on free loopback ports, its storage in `folder`."""
 
     def __init__(self, binary: str, folder: Path, startup_s: float = 60) -> None:
@@ -227,7 +242,7 @@ class QdrantServerProcess:
             "QDRANT__TELEMETRY_DISABLED": "true",
         }
         self._cmd, self._folder, self._startup_s = [binary], folder, startup_s
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.ready_url, self.name = f"{self.url}/readyz", f"qdrant (log: {folder}/qdrant.log)"
 
     def __enter__(self) -> QdrantServerProcess:
         self._folder.mkdir(parents=True, exist_ok=True)
@@ -235,26 +250,5 @@ class QdrantServerProcess:
         self._proc = subprocess.Popen(
             self._cmd, cwd=self._folder, env=self._env, stdout=log, stderr=subprocess.STDOUT
         )
-        deadline = time.monotonic() + self._startup_s
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if self._proc.poll() is not None:
-                raise SystemExit(f"qdrant exited during startup (see {self._folder}/qdrant.log)")
-            time.sleep(0.2)
-        self.__exit__(None, None, None)
-        raise SystemExit(f"qdrant not ready in {self._startup_s:.0f} s")
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait(30)
-            self._proc = None
+        self._wait_ready(0.2)
+        return self
