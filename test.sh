@@ -5,7 +5,7 @@
 # Both tiers use TEST_WORKERS pytest-xdist workers (`--dist loadfile` keeps each test file
 # on one worker, so its module fixtures are built once), each full-tier worker with its own
 # SparkSession. Default 3 on 2 cores: many tests wait on deadlines and subprocesses, and a
-# third worker fills that time (full suite 310 s against 329 s with 2; BENCHMARKS.md).
+# third worker fills that time (measured in BENCHMARKS.md, set-up and suite).
 # TEST_WORKERS=0 runs in one process (for --pdb, or one core).
 #   ./test.sh --fast [pytest args]   the tier without a JVM, a browser or long end-to-end
 #                                    cases (tests not marked spark/slow); its set-up needs

@@ -25,7 +25,7 @@ if [ "$(cat .venv/.synced 2>/dev/null)" != "$want" ]; then
 fi
 
 # The ONNX exports the service's first start and each test process would otherwise make
-# (~12-20 s each); skipped while data/models' stamp matches the lock and the export code.
+# (each its own export); skipped while data/models' stamp matches the lock and the export code.
 # Not fatal: the service exports at start when this fails. It imports most of what the
 # tests and the service do: with bytecode written (our machines set PYTHONDONTWRITEBYTECODE=1;
 # uv installs none), they find torch, transformers and onnx compiled.
