@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     # CPU, same vectors; falls back to torch if the export is not possible).
     query_encoder: Literal["onnx", "torch"] = "onnx"
     model_cache_dir: str = ""  # default: $DATA_DIR/models
+    # A folder made by `python -m app.learn` (app/learned): its fine-tuned encoder and its
+    # ranker replace the packaged model and the fixed fusion. Empty: neither.
+    learned_model: str = ""
     max_chunk_tokens: int = Field(200, ge=16, le=510)
     chunk_overlap_tokens: int = Field(20, ge=0, le=200)
 

@@ -1,0 +1,79 @@
+"""A learned model folder, made by `python -m app.learn`, as the service and the sync read it.
+
+Layout (every part but the manifest optional; `LEARNED_MODEL` names the folder):
+
+    MODEL_DIR/manifest.json   what was trained, from what data, and how it scored held out
+    MODEL_DIR/encoder/        a sentence-transformers folder (the fine-tuned bi-encoder),
+                              with its tokenizer and ONNX exports beside the weights
+    MODEL_DIR/ranker/         the learned ranker: model.txt (LightGBM), features.json (the
+                              feature names in order), calibration.json (score -> P(relevant))
+
+`model_id` names the whole folder's content (the manifest's fingerprint): an index built
+with one learned encoder is never read with another's query vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.core.errors import TerminalError
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+
+
+class LearnedModelError(TerminalError):
+    """LEARNED_MODEL names a folder that is not a usable learned model."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"learned model {path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedModel:
+    """A learned model folder whose manifest has been read and checked."""
+
+    root: Path
+    manifest: dict[str, Any]
+
+    @property
+    def model_id(self) -> str:
+        """Short, stable id of this training run (the manifest's content)."""
+        blob = json.dumps(self.manifest, sort_keys=True).encode()
+        return "learned-" + hashlib.sha256(blob).hexdigest()[:12]
+
+    @property
+    def encoder_dir(self) -> Path | None:
+        """The fine-tuned encoder's sentence-transformers folder, or None (base encoder)."""
+        path = self.root / "encoder"
+        return path if (path / "config.json").is_file() else None
+
+    @property
+    def ranker_dir(self) -> Path | None:
+        """The learned ranker's folder, or None (the service's fixed fusion)."""
+        path = self.root / "ranker"
+        return path if (path / "model.txt").is_file() else None
+
+
+def load_learned_model(path: str | Path) -> LearnedModel:
+    """Read and check MODEL_DIR/manifest.json.
+
+    Raises:
+        LearnedModelError: no such folder, no manifest, or one this code cannot read.
+    """
+    root = Path(path)
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise LearnedModelError(root, f"no {MANIFEST} (made by `python -m app.learn`)") from e
+    except (OSError, ValueError) as e:
+        raise LearnedModelError(root, f"unreadable {MANIFEST}: {e}") from e
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise LearnedModelError(root, f"{MANIFEST} is not format {MANIFEST_FORMAT}")
+    return LearnedModel(root=root, manifest=manifest)
