@@ -26,40 +26,36 @@ if TYPE_CHECKING:
     from app.embedding import Embedder
 
 
-# Test files that take longest (seconds summed over their tests, setup included, from a
-# `./test.sh --durations=0` run on 2026-11-26), run first. With two workers and whole files
-# per worker (--dist loadfile), a long file picked up last leaves the other worker idle for
-# its length: xdist's default order (most tests first) put the demo's single 60 s test at
-# the end. Longest-first keeps both workers busy to the end. Only the order changes; a file
-# missing here (renamed, new) runs after these, in collection order.
+# Longest test files first (durations: BENCHMARKS.md, "Set-up and suite"): with whole files
+# per worker, a long file picked up last leaves the other workers idle. Unlisted files follow.
 LONGEST_FIRST = (
-    "tests/sync/test_sync_two_syncers.py",  # 60 s (server tier: two syncer processes)
-    "tests/sync/test_sync_aged.py",  # 88 s
-    "tests/sync/test_sync_removals.py",  # 86 s
-    "tests/spark_jobs/test_ingest.py",  # 79 s
-    "tests/e2e/test_demo_e2e.py",  # 74 s
-    "tests/sync/test_sync.py",  # 64 s
-    "tests/sync/test_sync_recovery.py",  # 53 s
-    "tests/spark_jobs/test_spark_jobs.py",  # 49 s
-    "tests/api/test_api.py",  # 48 s
-    "tests/sync/test_sync_timeline.py",  # 41 s
-    "tests/sync/test_sync_delete_paths.py",  # 32 s
-    "tests/embedding/test_embedding.py",  # 29 s
-    "tests/sync/test_sync_service.py",  # 28 s
-    "tests/spark_jobs/test_embed.py",  # 28-45 s: Spark's Python workers load the model
-    "tests/api/test_api_engines.py",  # 35 s (three services, one per engine)
-    "tests/api/test_api_input.py",  # 22 s
-    "tests/web/test_web_e2e.py",  # 19 s
-    "tests/api/test_recommend_stream.py",  # 15 s
-    "tests/spark_jobs/test_rules_jar.py",  # 15 s: Maven (rules/), measured 2026-11-27
-    "tests/e2e/test_s3.py",  # 13 s
-    "tests/spark_jobs/test_product_validation.py",  # 13 s
-    "tests/llm/test_llm.py",  # 11 s
-    "tests/sync/test_sync_lock.py",  # 10 s
-    "tests/sync/test_sync_kill.py",  # 9 s
-    "tests/api/test_api_pressure.py",  # 9 s
-    "tests/sync/test_sync_fixture_tables.py",  # 9 s
-    "tests/sync/test_sync_hybrid.py",  # 8 s
+    "tests/sync/test_sync_two_syncers.py",
+    "tests/sync/test_sync_aged.py",
+    "tests/sync/test_sync_removals.py",
+    "tests/spark_jobs/test_ingest.py",
+    "tests/e2e/test_demo_e2e.py",
+    "tests/sync/test_sync.py",
+    "tests/sync/test_sync_recovery.py",
+    "tests/spark_jobs/test_spark_jobs.py",
+    "tests/api/test_api.py",
+    "tests/sync/test_sync_timeline.py",
+    "tests/sync/test_sync_delete_paths.py",
+    "tests/embedding/test_embedding.py",
+    "tests/sync/test_sync_service.py",
+    "tests/spark_jobs/test_embed.py",
+    "tests/api/test_api_engines.py",
+    "tests/api/test_api_input.py",
+    "tests/web/test_web_e2e.py",
+    "tests/api/test_recommend_stream.py",
+    "tests/spark_jobs/test_rules_jar.py",
+    "tests/e2e/test_s3.py",
+    "tests/spark_jobs/test_product_validation.py",
+    "tests/llm/test_llm.py",
+    "tests/sync/test_sync_lock.py",
+    "tests/sync/test_sync_kill.py",
+    "tests/api/test_api_pressure.py",
+    "tests/sync/test_sync_fixture_tables.py",
+    "tests/sync/test_sync_hybrid.py",
 )
 
 

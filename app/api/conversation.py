@@ -1,7 +1,7 @@
 """The conversation token: a turn's state handed to the client, signed, and read back.
 
 `base64url(compact JSON state) "." base64url(HMAC-SHA256(secret, first part))`. The
-state says what the turn understood (app/query/followup.py: search text, the filters
+state says what the turn understood (app/query/turn.py: search text, the filters
 heard in words, the products shown with their prices, the product searched by) with a
 version and the time it was issued. Any replica holding the secret reads any replica's
 token: no session store, no sticky sessions. A token is valid for
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.config import Settings
 from app.core.errors import TerminalError
-from app.query.followup import MAX_SHOWN, ConversationState, ShownProduct
+from app.query.turn import MAX_SHOWN, ConversationState, ShownProduct
 from app.query.types import Constraint, FilterField
 
 logger = logging.getLogger(__name__)

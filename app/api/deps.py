@@ -25,10 +25,8 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-# Every dependency here is `async def` although none awaits: FastAPI runs a plain `def`
-# dependency in the threadpool, and /search resolved five of them, each a thread hop
-# (~0.2-0.5 ms apiece on 2 busy cores, measured in the request profile, BENCHMARKS.md
-# issue 15). They only read attributes, so on the event loop they cost microseconds.
+# `async def` although none awaits: FastAPI runs a plain `def` dependency in the threadpool,
+# a thread hop each (BENCHMARKS.md, "Retrieval latency"); reading attributes needs none.
 async def get_services(request: Request) -> Services:
     services: Services | None = getattr(request.app.state, "services", None)
     if services is None:  # only between app creation and the end of startup

@@ -100,22 +100,13 @@ class Settings(BaseSettings):
     # Relevance floor: cosine, plus up to FUSION_LEXICAL_WEIGHT with relevance fusion.
     similarity_threshold: float = Field(0.25, ge=-1.0, le=11.0)
     max_chunks_per_product: int = Field(3, ge=1, le=10)
-    # hybrid: dense + BM25 fused; dense / sparse: one branch alone (for comparison;
-    # `python -m app.eval` prints all three).
+    # hybrid: dense + BM25 fused per product by relevance (cosine + FUSION_LEXICAL_WEIGHT x
+    # normalised BM25: a score SIMILARITY_THRESHOLD and RELEVANCE_MARGIN can cut); dense /
+    # sparse: one branch alone. Other fusions are `python -m app.eval` flags.
     retrieval_mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
-    # relevance: cosine + FUSION_LEXICAL_WEIGHT x normalised BM25 per product (a score
-    # SIMILARITY_THRESHOLD and RELEVANCE_MARGIN can cut); rrf / dbsf: the engine's fusions.
-    fusion: Literal["relevance", "rrf", "dbsf"] = "relevance"
     fusion_lexical_weight: float = Field(0.4, ge=0, le=10)
-    # Relevance fusion's pseudo-relevance feedback: the dense query moved this far towards
-    # its FEEDBACK_PRODUCTS best products and searched again (0 = off).
-    feedback_weight: float = Field(0.0, ge=0, le=10)
-    feedback_products: int = Field(5, ge=1, le=50)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
-    rrf_k: int = Field(60, ge=1, le=1000)
-    fusion_dense_weight: float = Field(1.0, gt=0, le=100)
-    fusion_sparse_weight: float = Field(1.0, gt=0, le=100)
     # Query embeddings + searches run at once (CPU work); past RETRIEVAL_MAX_WAITING more
     # waiting for a slot, requests get a 503 with Retry-After at once.
     retrieval_concurrency: int = Field(4, ge=1, le=256)

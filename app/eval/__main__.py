@@ -4,10 +4,13 @@ python -m app.eval                                  # demo catalog and its 30 qu
 python -m app.eval --dataset ../shared/eval/homedepot-dev
 python -m app.eval --queries Q --qrels R --products FILE
 python -m app.eval --constraints FILE               # the labelled constraint queries
+python -m app.eval --fusion rrf --rrf-k 60          # a comparison fusion beside the service
 
-All three rankings run on ONE index of the catalog's chunks, written the way the sync
-writes them (dense + BM25 in the embedded engine): `dense` and `bm25` are the two
-branches alone, `service` is what the settings select (RETRIEVAL_MODE, default hybrid).
+All rankings run on ONE index of the catalog's chunks, written the way the sync writes them
+(dense + BM25 in the embedded engine): `dense` and `bm25` are the two branches alone,
+`service` is what the settings select (RETRIEVAL_MODE, default hybrid fused by relevance).
+The comparison flags (--fusion, --rrf-k, --fusion-*-weight, --feedback-*) add one more
+hybrid ranking, named after its fusion; they are not settings of the service.
 Dense vectors are cached on disk by model and text (--cache-dir), so a second run only
 pays for search.
 """
@@ -20,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import get_args
 
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
@@ -45,7 +49,7 @@ from app.eval.runner import EvalReport, evaluate
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
 from app.retrieval import Retriever
 from app.store import StoreError, VectorStore
-from app.store.hybrid import RetrievalMode
+from app.store.hybrid import FusionMethod, FusionSpec, RetrievalMode
 
 logger = logging.getLogger(__name__)
 
@@ -76,27 +80,62 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="dense vector cache")
     p.add_argument("--per-query", action="store_true", help="print every query's scores")
+    compare = p.add_argument_group("comparison fusion (one more hybrid ranking)")
+    compare.add_argument("--fusion", choices=get_args(FusionMethod), help="how it fuses")
+    compare.add_argument("--rrf-k", type=int, default=60, help="rrf: k of 1 / (k + rank)")
+    compare.add_argument("--fusion-dense-weight", type=float, default=1.0, help="rrf")
+    compare.add_argument("--fusion-sparse-weight", type=float, default=1.0, help="rrf")
+    compare.add_argument(
+        "--feedback-weight",
+        type=float,
+        default=0.0,
+        help="relevance: pseudo-relevance feedback, how far the dense query moves towards "
+        "its best products (0: off)",
+    )
+    compare.add_argument("--feedback-products", type=int, default=5, help="relevance feedback")
     return p.parse_args(argv)
 
 
+def comparison_fusion(args: argparse.Namespace, settings: Settings) -> FusionSpec | None:
+    """The fusion the comparison flags ask for, or None when none was given."""
+    if args.fusion is None and not args.feedback_weight:
+        return None
+    return FusionSpec(
+        method=args.fusion or "relevance",
+        lexical_weight=settings.fusion_lexical_weight,
+        feedback_weight=args.feedback_weight,
+        feedback_products=args.feedback_products,
+        rrf_k=args.rrf_k,
+        dense_weight=args.fusion_dense_weight,
+        sparse_weight=args.fusion_sparse_weight,
+    )
+
+
 def _rankings(
-    settings: Settings, embedder: CachedEmbedder, store: VectorStore
+    settings: Settings, embedder: CachedEmbedder, store: VectorStore, compared: FusionSpec | None
 ) -> dict[str, Retriever]:
     modes: dict[str, RetrievalMode] = {
         "dense": "dense",
         "bm25": "sparse",
         "service": settings.retrieval_mode,
     }
-    return {
+    rankings = {
         name: Retriever(embedder, store, settings.model_copy(update={"retrieval_mode": mode}))
         for name, mode in modes.items()
     }
+    if compared is not None:
+        hybrid = settings.model_copy(update={"retrieval_mode": "hybrid"})
+        rankings[_fusion_label(compared)] = Retriever(embedder, store, hybrid, compared)
+    return rankings
 
 
-def _fusion_label(settings: Settings) -> str:
-    if settings.fusion == "relevance":
-        return f"relevance, lexical weight {settings.fusion_lexical_weight}"
-    return f"{settings.fusion} k={settings.rrf_k}"
+def _fusion_label(spec: FusionSpec) -> str:
+    if spec.method == "relevance":
+        feedback = f" feedback {spec.feedback_weight}" if spec.feedback_weight else ""
+        return f"relevance {spec.lexical_weight}{feedback}"
+    if spec.method == "rrf":
+        return f"rrf k={spec.rrf_k}" + (f" w={spec.weights}" if spec.weights else "")
+    return spec.method
 
 
 def _print(report: EvalReport, per_query: bool) -> None:
@@ -106,9 +145,10 @@ def _print(report: EvalReport, per_query: bool) -> None:
         for qid in qids:
             print(qid, *(f"{n} {report.per_query[n][qid]:.4f}" for n in names), sep="\t")
     print(f"queries judged  {report.judged_queries}")
+    width = max(8, *map(len, names))
     for name in names:
         print(
-            f"condensed nDCG@{report.k} {name:<8} {report.mean(name):.4f}"
+            f"condensed nDCG@{report.k} {name:<{width}} {report.mean(name):.4f}"
             f"   ({report.seconds[name]:.1f}s)"
         )
 
@@ -142,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             embedder.save()
         indexed = time.perf_counter() - started
         try:
-            rankings = _rankings(settings, embedder, store)
+            rankings = _rankings(settings, embedder, store, comparison_fusion(args, settings))
             report = evaluate(queries, qrels, rankings, k=args.k, depth=args.depth)
             constraint_lines = (
                 report_constraints(
@@ -154,10 +194,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             embedder.save()
             store.close()
+    hybrid = settings.retrieval_mode == "hybrid"
+    fused = f" ({_fusion_label(rankings['service'].fusion)})" if hybrid else ""
     print(
         f"model {embedder.model_id}, {len(products)} products (indexed in {indexed:.1f}s), "
-        f"service = {settings.retrieval_mode}"
-        + (f" ({_fusion_label(settings)})" if settings.retrieval_mode == "hybrid" else "")
+        f"service = {settings.retrieval_mode}{fused}"
         + f", threshold {settings.similarity_threshold}, depth {args.depth}"
     )
     _print(report, args.per_query)

@@ -79,7 +79,7 @@ def plan_filters(
     explicit: the request's `filters` (they win).
     ignore_parsed: fields the shopper removed from what was heard (now or earlier).
     currency_symbol: the catalog's, for the labels.
-    carried: what the conversation's last turn applied (app/query/followup.py); each one
+    carried: what the conversation's last turn applied (app/query/turn.py); each one
         counts only where neither the request nor this query decides its field.
     """
     given = explicit or SearchFilter()

@@ -3,7 +3,8 @@ products far below the best match are cut, and when few fit a hard price bound t
 relevant products outside it follow, labelled as such.
 
 Sits in front of the Retriever (search text + SearchFilter in); it never changes how the
-Retriever ranks.
+Retriever ranks. A conversation turn that points at a shown product searches by it
+(`search_turn`).
 """
 
 from __future__ import annotations
@@ -159,3 +160,25 @@ def fits(p: RetrievedProduct, flt: SearchFilter) -> bool:
         return flt.min_price is None and flt.max_price is None
     low_ok = flt.min_price is None or p.price >= flt.min_price
     return low_ok and (flt.max_price is None or p.price <= flt.max_price)
+
+
+def search_turn(
+    retriever: Retriever, text: str, like: int | None, top_k: int, plan: FilterPlan
+) -> SearchOutcome:
+    """A conversation turn's products: by example when it points at a shown product ("more
+    like the second one": the call behind GET /products/{id}/similar), else by its text
+    (blocking: call off the event loop).
+
+    Raises:
+        StoreError: the vector store failed.
+    """
+    if like is None:
+        return constrained_retrieve(retriever, text, top_k, plan)
+    wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
+    found = retriever.similar(like, wanted, plan.search_filter)
+    if found is None:  # it left the catalog since it was shown
+        logger.info("product %d is gone: searching %r instead", like, text)
+        return constrained_retrieve(retriever, text, top_k, plan)
+    if plan.prefer_low_price:
+        found = nudge_by_cost(found, log_price)
+    return SearchOutcome(found[:top_k])

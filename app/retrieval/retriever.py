@@ -73,10 +73,18 @@ class Retriever:
     embedder: the model the chunks were embedded with, or an encoder giving the same
         vectors faster (app.embedding.onnx_query).
     store: the vector store the sync writes.
-    settings: threshold and chunks-per-product come from here.
+    settings: threshold, chunks-per-product, mode and lexical weight come from here.
+    fusion: how a hybrid query fuses; by default the service's relevance fusion at
+        FUSION_LEXICAL_WEIGHT (`python -m app.eval` passes others to compare).
     """
 
-    def __init__(self, embedder: QueryEncoder, store: VectorStore, settings: Settings) -> None:
+    def __init__(
+        self,
+        embedder: QueryEncoder,
+        store: VectorStore,
+        settings: Settings,
+        fusion: FusionSpec | None = None,
+    ) -> None:
         self.embedder = embedder
         self.store = store
         self.similarity_threshold = settings.similarity_threshold
@@ -84,15 +92,7 @@ class Retriever:
         self.default_top_k = settings.vector_search_top_k
         self.mode = settings.retrieval_mode
         self.relevance_margin = settings.relevance_margin
-        self.fusion = FusionSpec(
-            method=settings.fusion,
-            lexical_weight=settings.fusion_lexical_weight,
-            feedback_weight=settings.feedback_weight,
-            feedback_products=settings.feedback_products,
-            rrf_k=settings.rrf_k,
-            dense_weight=settings.fusion_dense_weight,
-            sparse_weight=settings.fusion_sparse_weight,
-        )
+        self.fusion = fusion or FusionSpec(lexical_weight=settings.fusion_lexical_weight)
 
     @property
     def scores_are_similarities(self) -> bool:

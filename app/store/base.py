@@ -198,8 +198,9 @@ class VectorStore(Protocol):
         """Up to `limit` distinct products, best first, each with its best chunks.
 
         `vector` alone ranks by cosine, `sparse` alone by BM25, both by fusing the two
-        branches inside the engine (`fusion`, default RRF k=60). The filter applies in
-        every branch; the threshold is a cosine bound, so it cuts the dense branch only.
+        branches (`fusion`; default relevance fusion per product, app.store.relevance;
+        rrf / dbsf inside the engine, for comparison). The filter applies in every
+        branch; the threshold cuts the relevance score, or the dense branch's cosine.
         Filters and the threshold are applied inside the search, so a filter never
         shrinks the result below `limit` when enough matching products exist.
         """

@@ -234,8 +234,8 @@ class StoreCore(ABC):
         chunks_per_product: int,
     ) -> list[ProductHit]:
         """See `VectorStore.search_products`. One plan for both engines: dense and sparse
-        branches fused inside the engine, or one of them alone; the filter in every branch,
-        the cosine threshold on the dense one only."""
+        branches fused by relevance here (or by rrf / dbsf inside the engine), or one of
+        them alone; the filter in every branch, the threshold on the fused or dense score."""
         dense = lexical = None
         if vector is not None:
             dense = Branch(

@@ -8,8 +8,11 @@ catalog grows. Tokenisation is qdrant-edge's `Bm25` (word tokens, lowercase, Eng
 stopwords, Snowball stemming, hashed to u32 term ids), used for BOTH engines so a Qdrant
 server and the embedded shard index the same terms.
 
-A query runs as one engine request: a dense prefetch and a sparse prefetch (the shopper's
-filter in each), fused by RRF or DBSF. Dense-only and sparse-only stay available.
+A hybrid query runs both branches in one batch of engine requests (the shopper's filter in
+each) and fuses them per product by relevance (app.store.relevance: cosine plus a bounded
+BM25 share, on the cosine scale), the only fusion the service runs. The engine's own RRF
+and DBSF (`FusionSpec.method`) stay for comparison in `python -m app.eval` and bench/;
+dense-only and sparse-only are RETRIEVAL_MODE's other choices.
 """
 
 from __future__ import annotations

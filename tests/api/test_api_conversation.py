@@ -23,7 +23,7 @@ from app.api.conversation import ConversationCodec
 from app.core.catalog import Product
 from app.core.config import Settings
 from app.embedding import Embedder
-from app.query.followup import ConversationState, ShownProduct
+from app.query.turn import ConversationState, ShownProduct
 from tests.demo_index import write_shard
 from tests.live_server import ServerThread
 from tests.openai_stub import OpenAIStub

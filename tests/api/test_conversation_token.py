@@ -22,7 +22,7 @@ from app.api.conversation import (
     conversation_secret,
 )
 from app.core.config import Settings
-from app.query.followup import MAX_SHOWN, ConversationState, ShownProduct
+from app.query.turn import MAX_SHOWN, ConversationState, ShownProduct
 from app.query.types import Constraint
 
 SECRET = b"0123456789abcdef0123456789abcdef"

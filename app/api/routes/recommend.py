@@ -40,7 +40,9 @@ from app.core.config import Settings
 from app.llm import Recommendation
 from app.llm.extractive import extractive_recommendation
 from app.query import FilterPlan, ParsedQuery, QueryUnderstanding, SearchOutcome, plan_filters
-from app.query.followup import FollowUpError, next_state, retrieve_turn
+from app.query.followup import FollowUpError
+from app.query.search import search_turn
+from app.query.turn import next_state
 from app.retrieval import Retriever
 
 logger = logging.getLogger(__name__)
@@ -111,7 +113,9 @@ async def _search(
         understanding.currency_symbol,
         turn.carried,
     )
-    outcome = await run_retrieval(gate, "retrieval", retrieve_turn, retriever, turn, top_k, plan)
+    outcome = await run_retrieval(
+        gate, "retrieval", search_turn, retriever, turn.parsed.search_text, turn.like, top_k, plan
+    )
     conversation = conversations.issue(next_state(turn, plan, outcome))
     return _Searched(turn.parsed, plan, outcome, conversation, turn.follow_up)
 
