@@ -64,9 +64,21 @@ LONGEST_FIRST = (
 
 
 SERVER_TIER_NOT_RUN = (
-    "server tier NOT RUN: the tests marked `server` need a Qdrant server; set "
+    "server tier NOT RUN: the tests marked `server` need a Qdrant server ({reason}); set "
     "QDRANT_SERVER_BIN (a binary) or QDRANT_TEST_URL (.ci/run does)"
 )
+# Set by .ci/run: the server tier must run there, so a missing or broken server is an error.
+REQUIRE_SERVER_TIER = "REQUIRE_SERVER_TIER"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(REQUIRE_SERVER_TIER) == "1":
+        reason = qdrant_server.problem()
+        if reason is not None:
+            raise pytest.UsageError(
+                f"the server tier is required ({REQUIRE_SERVER_TIER}=1, set by .ci/run) and "
+                f"cannot run: {reason}"
+            )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -83,8 +95,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     # Decided from the environment, not from collection: with xdist the workers collect.
-    if not qdrant_server.configured():
-        terminalreporter.write_line(SERVER_TIER_NOT_RUN, yellow=True, bold=True)
+    reason = qdrant_server.problem()
+    if reason is not None:
+        terminalreporter.write_line(
+            SERVER_TIER_NOT_RUN.format(reason=reason), yellow=True, bold=True
+        )
 
 
 @pytest.fixture(scope="session")
