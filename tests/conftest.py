@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from app.core.config import ROOT
 from tests import qdrant_server
+
+# Tests write only under tmp dirs. Every path Settings derives from DATA_DIR (sync locks,
+# the conversation key, an index nobody named) goes to a folder of this process, and the
+# processes tests start inherit it; the model exports ./scripts/bootstrap.sh cached in
+# the checkout's data/models are still read from there. pytest_sessionfinish checks it.
+CHECKOUT_DATA = ROOT / "data"
+_RUN_DATA = tempfile.mkdtemp(prefix="tests-data-")
+atexit.register(shutil.rmtree, _RUN_DATA, ignore_errors=True)
+os.environ["DATA_DIR"] = _RUN_DATA
+os.environ.setdefault("MODEL_CACHE_DIR", str(CHECKOUT_DATA / "models"))
+
+
+def _checkout_data_files() -> set[Path]:
+    # data/models is the bootstrap's export cache: a test may fill in a missing export.
+    models = CHECKOUT_DATA / "models"
+    return {p for p in CHECKOUT_DATA.rglob("*") if p.is_file() and models not in p.parents}
+
+
+_DATA_BEFORE = _checkout_data_files()
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -93,7 +117,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller checks once, after every worker
+    gained = sorted(_checkout_data_files() - _DATA_BEFORE)
+    if gained:
+        session.config.stash[_GAINED] = gained
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_GAINED = pytest.StashKey[list[Path]]()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    gained = terminalreporter.config.stash.get(_GAINED, [])
+    if gained:
+        terminalreporter.write_line(
+            f"FAILED: tests wrote {len(gained)} file(s) into the checkout's data/ (tests "
+            f"write only under tmp dirs): {', '.join(str(p) for p in gained[:10])}",
+            red=True,
+            bold=True,
+        )
     # Decided from the environment, not from collection: with xdist the workers collect.
     reason = qdrant_server.problem()
     if reason is not None:
