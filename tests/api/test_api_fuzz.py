@@ -14,6 +14,7 @@ drawn here with hypothesis from its strategies.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis.errors import Unsatisfiable
 from hypothesis.strategies import SearchStrategy
 from schemathesis import Case
 from schemathesis.config import SchemathesisConfig
@@ -112,7 +114,9 @@ def _fuzz(strategy: SearchStrategy[Case[Any]], failures: list[str]) -> None:
             stream = {"X-API-Key": API_KEY, "Accept": EVENT_STREAM}
             _call(case, stream, "/recommend (stream)", failures)
 
-    fuzz()
+    # No invalid request exists in negative mode for a route without parameters.
+    with contextlib.suppress(Unsatisfiable):
+        fuzz()
 
 
 def _call(case: Case[Any], headers: dict[str, str], label: str, failures: list[str]) -> None:
