@@ -66,6 +66,7 @@ LONGEST_FIRST = (
     "tests/sync/test_sync_recovery.py",  # 53 s
     "tests/spark_jobs/test_spark_jobs.py",  # 49 s
     "tests/api/test_api.py",  # 48 s
+    "tests/api/test_api_fuzz.py",  # Schemathesis, ~400 requests after a table sync
     "tests/sync/test_sync_timeline.py",  # 41 s
     "tests/sync/test_sync_delete_paths.py",  # 32 s
     "tests/embedding/test_embedding.py",  # 29 s
