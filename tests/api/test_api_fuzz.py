@@ -94,6 +94,10 @@ def test_no_request_is_a_server_error(served: str) -> None:
     assert sum(n for (_, p, _), n in SEEN.items() if p == "/recommend (stream)") == sum(
         n for (_, p, _), n in SEEN.items() if p == "/recommend"
     )
+    # Not vacuous: valid requests reached retrieval, invalid ones were refused, as a
+    # stream too.
+    for label in ("/recommend", "/recommend (stream)", "/search"):
+        assert {200, 422} <= {code for (_, p, code) in SEEN if p == label}, (label, SEEN)
     assert failures == [], "\n".join(failures[:10])
 
 
