@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from app.core.config import ROOT
 from tests import qdrant_server
+
+# Tests write only under tmp dirs. Every path Settings derives from DATA_DIR (sync locks,
+# the conversation key, an index nobody named) goes to a folder of this process, and the
+# processes tests start inherit it; the model exports ./scripts/bootstrap.sh cached in
+# the checkout's data/models are still read from there. pytest_sessionfinish checks it.
+CHECKOUT_DATA = ROOT / "data"
+_RUN_DATA = tempfile.mkdtemp(prefix="tests-data-")
+atexit.register(shutil.rmtree, _RUN_DATA, ignore_errors=True)
+os.environ["DATA_DIR"] = _RUN_DATA
+os.environ.setdefault("MODEL_CACHE_DIR", str(CHECKOUT_DATA / "models"))
+
+
+def _checkout_data_files() -> set[Path]:
+    # data/models is the bootstrap's export cache: a test may fill in a missing export.
+    models = CHECKOUT_DATA / "models"
+    return {p for p in CHECKOUT_DATA.rglob("*") if p.is_file() and models not in p.parents}
+
+
+_DATA_BEFORE = _checkout_data_files()
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -38,6 +62,7 @@ LONGEST_FIRST = (
     "tests/sync/test_sync_recovery.py",
     "tests/spark_jobs/test_spark_jobs.py",
     "tests/api/test_api.py",
+    "tests/api/test_api_fuzz.py",
     "tests/sync/test_sync_timeline.py",
     "tests/sync/test_sync_delete_paths.py",
     "tests/embedding/test_embedding.py",
@@ -60,9 +85,21 @@ LONGEST_FIRST = (
 
 
 SERVER_TIER_NOT_RUN = (
-    "server tier NOT RUN: the tests marked `server` need a Qdrant server; set "
+    "server tier NOT RUN: the tests marked `server` need a Qdrant server ({reason}); set "
     "QDRANT_SERVER_BIN (a binary) or QDRANT_TEST_URL (.ci/run does)"
 )
+# Set by .ci/run: the server tier must run there, so a missing or broken server is an error.
+REQUIRE_SERVER_TIER = "REQUIRE_SERVER_TIER"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(REQUIRE_SERVER_TIER) == "1":
+        reason = qdrant_server.problem()
+        if reason is not None:
+            raise pytest.UsageError(
+                f"the server tier is required ({REQUIRE_SERVER_TIER}=1, set by .ci/run) and "
+                f"cannot run: {reason}"
+            )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -77,10 +114,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller checks once, after every worker
+    gained = sorted(_checkout_data_files() - _DATA_BEFORE)
+    if gained:
+        session.config.stash[_GAINED] = gained
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_GAINED = pytest.StashKey[list[Path]]()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    gained = terminalreporter.config.stash.get(_GAINED, [])
+    if gained:
+        terminalreporter.write_line(
+            f"FAILED: tests wrote {len(gained)} file(s) into the checkout's data/ (tests "
+            f"write only under tmp dirs): {', '.join(str(p) for p in gained[:10])}",
+            red=True,
+            bold=True,
+        )
     # Decided from the environment, not from collection: with xdist the workers collect.
-    if not qdrant_server.configured():
-        terminalreporter.write_line(SERVER_TIER_NOT_RUN, yellow=True, bold=True)
+    reason = qdrant_server.problem()
+    if reason is not None:
+        terminalreporter.write_line(
+            SERVER_TIER_NOT_RUN.format(reason=reason), yellow=True, bold=True
+        )
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,15 @@
 `QDRANT_TEST_URL` names a running server; otherwise `QDRANT_SERVER_BIN` names a `qdrant`
 binary, started once per test session on free loopback ports with its storage in a
 temporary folder (`.ci/run` points it at the team's tools when they exist). Tests that
-need it are marked `server`; with neither variable set, tests/conftest.py leaves them out
-of the run and says so in the summary (a deselected tier, not a skip inside a test).
+need it are marked `server`. When the tier cannot run (neither variable set, or a binary
+that is missing or does not run), tests/conftest.py leaves them out of the run and says
+why in the summary (a deselected tier, not a skip inside a test); with
+REQUIRE_SERVER_TIER=1 (.ci/run sets it) the run stops at once with that reason instead.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -23,9 +26,37 @@ STARTUP_SECONDS = 30.0
 
 
 def configured() -> bool:
-    """Whether the environment names a server to test against."""
+    """Whether the environment names a server to test against, and it can run."""
+    return problem() is None
+
+
+def problem() -> str | None:
+    """Why the server tier cannot run here, or None when it can."""
+    if os.environ.get("QDRANT_TEST_URL"):
+        return None
     binary = os.environ.get("QDRANT_SERVER_BIN")
-    return bool(os.environ.get("QDRANT_TEST_URL") or (binary and Path(binary).exists()))
+    if not binary:
+        return "neither QDRANT_SERVER_BIN (a binary) nor QDRANT_TEST_URL is set"
+    return _binary_problem(binary)
+
+
+@functools.cache
+def _binary_problem(binary: str) -> str | None:
+    # Run once per process: a file that exists is not yet a server (wrong platform, a
+    # truncated download, no exec bit).
+    if not Path(binary).is_file():
+        return f"QDRANT_SERVER_BIN={binary}: no such file"
+    try:
+        done = subprocess.run([binary, "--version"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"QDRANT_SERVER_BIN={binary} does not run: {e}"
+    said = (done.stdout + done.stderr).decode(errors="replace").strip()
+    if done.returncode != 0 or not said.lower().startswith("qdrant"):
+        return (
+            f"QDRANT_SERVER_BIN={binary} is not a working qdrant: `--version` exited "
+            f"{done.returncode} saying {said[-200:]!r}"
+        )
+    return None
 
 
 def _free_port() -> int:
@@ -60,8 +91,9 @@ def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield url
         return
     binary = os.environ.get("QDRANT_SERVER_BIN")
-    if not binary or not Path(binary).exists():
-        raise RuntimeError("no Qdrant server: set QDRANT_SERVER_BIN (a binary) or QDRANT_TEST_URL")
+    reason = problem()
+    if not binary or reason is not None:
+        raise RuntimeError(f"no Qdrant server: {reason}")
     folder = tmp_path_factory.mktemp("qdrant-server")
     http, grpc = _free_port(), _free_port()
     env = {

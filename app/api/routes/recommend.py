@@ -168,7 +168,14 @@ async def recommend(
     settings: SettingsDep,
     gate: RetrievalGateDep,
     conversations: ConversationsDep,
-    accept: Annotated[str | None, Header()] = None,
+    accept: Annotated[
+        str | None,
+        Header(
+            description="`text/event-stream` streams the answer as server-sent events "
+            "(docs/http-api.md); anything else answers JSON.",
+            examples=["application/json", EVENT_STREAM],
+        ),
+    ] = None,
 ) -> RecommendResponse | Response:
     """Recommend products for a plain-language request, with a short written answer."""
     searched = await _search(body, retriever, understanding, settings, gate, conversations)
