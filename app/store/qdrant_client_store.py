@@ -411,7 +411,10 @@ class QdrantClientStore(StoreCore):
             [models.PointStruct(id=_LEASE_POINT, vector={}, payload=payload)],
             update_filter=condition,
             update_mode=models.UpdateMode.UPDATE_ONLY if release else None,
-            ordering=models.WriteOrdering.STRONG,
+            # On a cluster the claims to one point go through one replica, the shard's
+            # leader. MEDIUM elects another when it dies; STRONG's leader is fixed, and with
+            # its node down every claim failed until it returned (docs/scale-out.md).
+            ordering=models.WriteOrdering.MEDIUM,
             wait=True,
         )
         return self.read_lease()
