@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, ParamSpec, TypeVar
@@ -49,6 +50,8 @@ _STATE_KEY = "sync_state"
 # The sync lease's one point (app/sync/lease.py), in a companion collection without vectors.
 _LEASE_SUFFIX = "__sync_lease"
 _LEASE_POINT = "5e1f0000-0000-4000-8000-000000000001"
+# How long a claim waits for the lease collection's new replicas to finish initializing.
+REPLICA_INIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,7 @@ class QdrantClientStore(StoreCore):
         self._local = local
         self._native_groups = not local if native_groups is None else native_groups
         self._layout = layout or CollectionLayout()
+        self._lease_replicas_ready = False
 
     @property
     def _client(self) -> QdrantClient:
@@ -393,6 +397,8 @@ class QdrantClientStore(StoreCore):
             except StoreError:
                 if not self._call("collection_exists", client.collection_exists, name):
                     raise  # not another claimant creating it first
+        if not self._local and not self._lease_replicas_ready:
+            self._await_replicas(name)
         mine = self._match("holder", holder)
         # The condition is checked by the server against the stored point, in update order:
         # renew our own lease or take an expired one; a missing point is inserted.
@@ -418,6 +424,22 @@ class QdrantClientStore(StoreCore):
             wait=True,
         )
         return self.read_lease()
+
+    def _await_replicas(self, name: str) -> None:
+        """Until no replica of a new collection is still initializing (bounded): none of
+        them can lead a MEDIUM-ordered write yet ("no leader could be selected", seen on a
+        cluster when claimants raced right after the lease collection was made)."""
+        deadline = time.monotonic() + REPLICA_INIT_SECONDS
+        while True:
+            info = self._call("collection_cluster_info", self._client.collection_cluster_info, name)
+            states = [r.state for r in info.local_shards]
+            states += [r.state for r in info.remote_shards]
+            if models.ReplicaState.INITIALIZING not in states:
+                self._lease_replicas_ready = True
+                return
+            if time.monotonic() > deadline:
+                return  # the claim reports what is wrong; the sync loop retries
+            time.sleep(0.05)
 
     def read_lease(self) -> dict[str, Any] | None:
         name, client = self._collection + _LEASE_SUFFIX, self._client
