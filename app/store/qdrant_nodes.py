@@ -5,8 +5,8 @@ qdrant-client talks to one URL. Every node of a cluster serves every collection 
 forwards to the shard replicas it does not hold), so when the node a client talks to dies
 the same call succeeds on another: with three nodes, replication 2 and the client's node
 killed by SIGKILL, the sync and the searches went on through the next node with no failed
-call (tests/sync/test_sync_cluster.py). With one URL and no load balancer in front, every
-call failed until that node came back.
+call (tests/sync/test_sync_cluster.py). With that node's URL alone and no load balancer in
+front, every call failed (20 of 20 measured after the kill) until the node came back.
 
 A call that fails *to reach* its node (refused, reset, timed out: an `httpx.TransportError`
 under qdrant-client's exception) is sent again, unchanged, to the next node in the list,

@@ -159,6 +159,7 @@ def test_racing_claimants_on_the_server_leave_exactly_one_holder(qdrant_server: 
 
 
 @pytest.mark.server
+@pytest.mark.slow  # three nodes start
 def test_racing_claimants_through_every_node_of_a_cluster_leave_exactly_one_holder(
     qdrant_cluster: QdrantCluster,
 ) -> None:
