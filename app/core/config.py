@@ -54,7 +54,7 @@ class Settings(BaseSettings):
     # A folder for the embedded engine, or ":memory:" (qdrant-client local mode; tests).
     qdrant_path: str = ""  # default: $DATA_DIR/qdrant
     qdrant_collection: str = "products"
-    # A Qdrant cluster's layout for the collections the syncer creates (unset: the server's
+    # A Qdrant cluster's layout for the collections the store creates (unset: the server's
     # defaults, one replica). Applied at creation only; the lease collection gets the same
     # replication and write consistency, so a node's death loses neither.
     qdrant_shards: int | None = Field(None, ge=1, le=1024)
