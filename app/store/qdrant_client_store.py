@@ -140,12 +140,13 @@ class QdrantClientStore(StoreCore):
                 )
             self._check_layout(info.config.params)
         else:
+            layout = self._layout.create_args()
             logger.info(
-                "creating collection %s (%d-d, cosine, + %s) %s",
+                "creating collection %s (%d-d, cosine, + %s)%s",
                 name,
                 dim,
                 SPARSE_VECTOR,
-                self._layout.create_args() or "",
+                f" {layout}" if layout else "",
             )
             params = models.VectorParams(size=dim, distance=models.Distance.COSINE)
             # IDF is computed by the engine over the collection at query time.
