@@ -59,14 +59,14 @@ def _binary_problem(binary: str) -> str | None:
     return None
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
 
 
-def _wait_ready(url: str, proc: subprocess.Popen[bytes] | None) -> None:
+def wait_ready(url: str, proc: subprocess.Popen[bytes] | None) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -87,7 +87,7 @@ def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     """The URL of a real Qdrant server (skips the test when none is configured)."""
     url = os.environ.get("QDRANT_TEST_URL")
     if url:
-        _wait_ready(url, None)
+        wait_ready(url, None)
         yield url
         return
     binary = os.environ.get("QDRANT_SERVER_BIN")
@@ -95,7 +95,7 @@ def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     if not binary or reason is not None:
         raise RuntimeError(f"no Qdrant server: {reason}")
     folder = tmp_path_factory.mktemp("qdrant-server")
-    http, grpc = _free_port(), _free_port()
+    http, grpc = free_port(), free_port()
     env = {
         **os.environ,
         "QDRANT__STORAGE__STORAGE_PATH": str(folder / "storage"),
@@ -109,7 +109,7 @@ def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     proc = subprocess.Popen([binary], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{http}"
     try:
-        _wait_ready(url, proc)
+        wait_ready(url, proc)
         yield url
     finally:
         proc.terminate()

@@ -47,11 +47,21 @@ class Settings(BaseSettings):
     quarantine_dir: str = ""  # default: $DATA_DIR/quarantine
 
     # --- vector store ---------------------------------------------------------------
+    # One server, or the nodes of a cluster comma-separated: calls go to one node and move
+    # to the next when it cannot be reached (app/store/qdrant_nodes.py).
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
     # A folder for the embedded engine, or ":memory:" (qdrant-client local mode; tests).
     qdrant_path: str = ""  # default: $DATA_DIR/qdrant
     qdrant_collection: str = "products"
+    # A Qdrant cluster's layout for the collections the store creates (unset: the server's
+    # defaults, one replica). Applied at creation only; the lease collection gets the same
+    # replication and write consistency, so a node's death loses neither.
+    qdrant_shards: int | None = Field(None, ge=1, le=1024)
+    qdrant_replication_factor: int | None = Field(None, ge=1, le=64)
+    # Replicas that must acknowledge a write; at most the replication factor. Equal to it,
+    # writes stop while any replica is down (docs/scale-out.md, "A Qdrant cluster").
+    qdrant_write_consistency: int | None = Field(None, ge=1, le=64)
     # Threads of the embedded engine's search pool. One was fastest and cheapest on the
     # 2-core bench (BENCHMARKS.md, store latency); more can pay on many cores.
     qdrant_search_threads: int = Field(1, ge=1, le=256)
@@ -167,6 +177,21 @@ class Settings(BaseSettings):
                 setattr(self, name, str(path))
         if not self.vectors_table_path:
             self.vectors_table_path = default_vectors_path(self.hudi_table_path)
+        return self
+
+    @property
+    def qdrant_urls(self) -> list[str]:
+        """QDRANT_URL's nodes, in the order given (empty without a server)."""
+        return [u.strip() for u in (self.qdrant_url or "").split(",") if u.strip()]
+
+    @model_validator(mode="after")
+    def _write_consistency_within_replicas(self) -> Settings:
+        wc, rf = self.qdrant_write_consistency, self.qdrant_replication_factor or 1
+        if wc is not None and wc > rf:
+            raise ValueError(
+                f"QDRANT_WRITE_CONSISTENCY {wc} exceeds QDRANT_REPLICATION_FACTOR {rf}: "
+                "no write could ever be acknowledged"
+            )
         return self
 
     @field_validator("cors_origins", mode="before")

@@ -128,11 +128,15 @@ class StoreCore(ABC):
     def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         try:
             with self._guard:
-                return fn(*args, **kwargs)
+                return self._invoke(fn, *args, **kwargs)
         except StoreError:
             raise
         except Exception as e:  # engines raise bare Exception, ValueError, HTTP errors alike
             raise self._error(f"{what} failed", e) from e
+
+    def _invoke(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Where an engine call is made; a server's store sends it on to another node."""
+        return fn(*args, **kwargs)
 
     # --- ids, points, schema ------------------------------------------------------------
     def _ids(self, ids: Sequence[str]) -> list[Any]:

@@ -1,4 +1,4 @@
-"""VectorStore on qdrant-client: a Qdrant server (`url=`) or the in-process local mode.
+"""VectorStore on qdrant-client: a Qdrant server or cluster, or the in-process local mode.
 
 The sync checkpoint lives in the collection's own metadata (`sync_state`), so it has the
 vectors' lifetime exactly: dropping the collection drops it, an in-memory client loses
@@ -8,6 +8,12 @@ and the next cycle resumed over an empty store.) Collection metadata needs Qdran
 qdrant-client's local mode has no locking of its own: a search while the sync writes fails
 intermittently (numpy arrays resized under the reader). Every local call is serialised
 here; a server does its own concurrency.
+
+On a cluster, the store holds a client per node (app/store/qdrant_nodes.py: a call moves
+to the next node when its node is unreachable) and creates its collections with the
+configured `CollectionLayout`: the products collection sharded and replicated, the lease's
+one-shard collection replicated alike, so a node's death loses neither. The checkpoint is
+collection metadata, which every node keeps through the cluster's consensus.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Sequence
-from typing import Any, ClassVar
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, ParamSpec, TypeVar
 
 from qdrant_client import QdrantClient, models
 
@@ -31,23 +39,48 @@ from app.store.base import (
 )
 from app.store.core import Branch, Request, StoreCore, stored_hit
 from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
+from app.store.qdrant_nodes import QdrantNodes
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 _STATE_KEY = "sync_state"
 # The sync lease's one point (app/sync/lease.py), in a companion collection without vectors.
 _LEASE_SUFFIX = "__sync_lease"
 _LEASE_POINT = "5e1f0000-0000-4000-8000-000000000001"
+# How long a claim waits for the lease collection's new replicas to finish initializing.
+REPLICA_INIT_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionLayout:
+    """How a cluster holds a collection the store creates (None: the server's default)."""
+
+    shards: int | None = None
+    replication_factor: int | None = None
+    write_consistency: int | None = None
+
+    def create_args(self, *, shards: int | None = None) -> dict[str, Any]:
+        """create_collection's keywords; `shards` overrides the layout's (the lease: 1)."""
+        args = {
+            "shard_number": shards or self.shards,
+            "replication_factor": self.replication_factor,
+            "write_consistency_factor": self.write_consistency,
+        }
+        return {k: v for k, v in args.items() if v is not None}
 
 
 class QdrantClientStore(StoreCore):
     """Args:
-    client: an open QdrantClient (remote or local).
-    collection: collection name; the checkpoint goes to `<collection>__state`.
+    client: an open QdrantClient (remote or local), or a cluster's nodes.
+    collection: collection name; the checkpoint is its metadata, the lease a companion.
     local: True for qdrant-client's local mode, which has no payload indexes.
     native_groups: use `query_points_groups`. Default: only for a server; local mode's
         version scores and copies every point per query (~0.35 s at 5k points), so it
         over-fetches and groups in Python instead (app.store.grouping), like the edge.
+    layout: shards, replication and write consistency of the collections it creates.
     """
 
     _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
@@ -58,11 +91,12 @@ class QdrantClientStore(StoreCore):
 
     def __init__(
         self,
-        client: QdrantClient,
+        client: QdrantClient | QdrantNodes,
         collection: str,
         *,
         local: bool,
         native_groups: bool | None = None,
+        layout: CollectionLayout | None = None,
     ) -> None:
         # RLock for local mode: a scroll or grouped search makes nested calls through `_call`.
         super().__init__(
@@ -70,9 +104,19 @@ class QdrantClientStore(StoreCore):
             collection=collection,
             guard=threading.RLock() if local else None,
         )
-        self._client = client
+        self._nodes = client if isinstance(client, QdrantNodes) else QdrantNodes([client], [""])
         self._local = local
         self._native_groups = not local if native_groups is None else native_groups
+        self._layout = layout or CollectionLayout()
+        self._lease_replicas_ready = False
+
+    @property
+    def _client(self) -> QdrantClient:
+        """The client of the node calls go to now."""
+        return self._nodes.current
+
+    def _invoke(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._nodes.call(fn, *args, **kwargs)
 
     # --- schema -------------------------------------------------------------------
     def ensure_collection(self, dim: int) -> None:
@@ -94,8 +138,16 @@ class QdrantClientStore(StoreCore):
                     backend=self._backend,
                     collection=name,
                 )
+            self._check_layout(info.config.params)
         else:
-            logger.info("creating collection %s (%d-d, cosine, + %s)", name, dim, SPARSE_VECTOR)
+            layout = self._layout.create_args()
+            logger.info(
+                "creating collection %s (%d-d, cosine, + %s)%s",
+                name,
+                dim,
+                SPARSE_VECTOR,
+                f" {layout}" if layout else "",
+            )
             params = models.VectorParams(size=dim, distance=models.Distance.COSINE)
             # IDF is computed by the engine over the collection at query time.
             sparse = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
@@ -106,6 +158,7 @@ class QdrantClientStore(StoreCore):
                     name,
                     vectors_config=params,
                     sparse_vectors_config=sparse,
+                    **self._layout.create_args(),
                 )
             except StoreError:
                 # Another syncer or replica starting beside this one created it first.
@@ -123,6 +176,22 @@ class QdrantClientStore(StoreCore):
                 field_name,
                 field_schema=schema,
                 wait=True,
+            )
+
+    def _check_layout(self, params: models.CollectionParams) -> None:
+        # The layout applies at creation: a collection made before a change keeps its own.
+        found = {
+            "shard_number": params.shard_number,
+            "replication_factor": params.replication_factor,
+            "write_consistency_factor": params.write_consistency_factor,
+        }
+        differs = {k: (found[k], v) for k, v in self._layout.create_args().items() if found[k] != v}
+        if differs:
+            logger.warning(
+                "collection %s was created with another layout (found, configured): %s; "
+                "the configured one applies to new collections only",
+                self._collection,
+                differs,
             )
 
     # --- writes ---------------------------------------------------------------------
@@ -317,10 +386,20 @@ class QdrantClientStore(StoreCore):
         name, client = self._collection + _LEASE_SUFFIX, self._client
         if not self._call("collection_exists", client.collection_exists, name):
             try:
-                self._call("create_collection", client.create_collection, name, vectors_config={})
+                # One point: one shard, replicated like the products (a lost lease would let
+                # a second syncer in while the first still writes).
+                self._call(
+                    "create_collection",
+                    client.create_collection,
+                    name,
+                    vectors_config={},
+                    **self._layout.create_args(shards=1),
+                )
             except StoreError:
                 if not self._call("collection_exists", client.collection_exists, name):
                     raise  # not another claimant creating it first
+        if not self._local and not self._lease_replicas_ready:
+            self._await_replicas(name)
         mine = self._match("holder", holder)
         # The condition is checked by the server against the stored point, in update order:
         # renew our own lease or take an expired one; a missing point is inserted.
@@ -339,10 +418,29 @@ class QdrantClientStore(StoreCore):
             [models.PointStruct(id=_LEASE_POINT, vector={}, payload=payload)],
             update_filter=condition,
             update_mode=models.UpdateMode.UPDATE_ONLY if release else None,
-            ordering=models.WriteOrdering.STRONG,
+            # On a cluster the claims to one point go through one replica, the shard's
+            # leader. MEDIUM elects another when it dies; STRONG's leader is fixed, and with
+            # its node down every claim failed until it returned (docs/scale-out.md).
+            ordering=models.WriteOrdering.MEDIUM,
             wait=True,
         )
         return self.read_lease()
+
+    def _await_replicas(self, name: str) -> None:
+        """Until no replica of a new collection is still initializing (bounded): none of
+        them can lead a MEDIUM-ordered write yet ("no leader could be selected", seen on a
+        cluster when claimants raced right after the lease collection was made)."""
+        deadline = time.monotonic() + REPLICA_INIT_SECONDS
+        while True:
+            info = self._call("collection_cluster_info", self._client.collection_cluster_info, name)
+            states = [r.state for r in info.local_shards]
+            states += [r.state for r in info.remote_shards]
+            if models.ReplicaState.INITIALIZING not in states:
+                self._lease_replicas_ready = True
+                return
+            if time.monotonic() > deadline:
+                return  # the claim reports what is wrong; the sync loop retries
+            time.sleep(0.05)
 
     def read_lease(self) -> dict[str, Any] | None:
         name, client = self._collection + _LEASE_SUFFIX, self._client
@@ -356,4 +454,4 @@ class QdrantClientStore(StoreCore):
         return False
 
     def close(self) -> None:
-        self._call("close", self._client.close)
+        self._call("close", self._nodes.close)

@@ -1,14 +1,13 @@
 """The sync lease (app/sync/lease.py): taken, held, renewed, expired, lost and released.
 
 On qdrant-client's local mode (fast, same calls) and on a real Qdrant server, where the
-conditional upsert is checked by the engine; a race of many claimants on the server must
-leave exactly one holder. Two real syncer processes sharing one server:
-test_sync_two_syncers.py.
+conditional upsert is checked by the engine; a race of many claimants on the server, and
+on a three-node cluster through all its nodes, must leave exactly one holder. Two real
+syncer processes sharing one server: test_sync_two_syncers.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import uuid
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from app.core.config import Settings
 from app.store import open_store
 from app.store.qdrant_client_store import QdrantClientStore
 from app.sync.lease import LeaseHeldError, LeaseLostError, SyncLease
+from tests.qdrant_cluster import QdrantCluster, qdrant_cluster_fixture  # noqa: F401
 from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
 
 LEASE = 30.0
@@ -100,17 +100,20 @@ def test_the_lease_outlives_a_dropped_products_collection(store: QdrantClientSto
         SyncLease(store, LEASE, holder="b", clock=clock).claim()
 
 
-@pytest.mark.server
-def test_racing_claimants_on_the_server_leave_exactly_one_holder(
-    qdrant_server: str,
-) -> None:
-    """Each round every claimant has its own client and starts at one barrier; the lease
-    is free (first round: no point yet; later: expired)."""
+def race(urls: list[str], replication: int | None = None) -> None:
+    """Each round every claimant has its own client (QDRANT_URL `urls[i % len(urls)]`) and
+    starts at one barrier; the lease is free (first round: no point yet; later: expired)."""
     claimants = 8
     name = f"race_{uuid.uuid4().hex[:12]}"
     stores = [
-        open_store(Settings(qdrant_url=qdrant_server, qdrant_collection=name))
-        for _ in range(claimants)
+        open_store(
+            Settings(
+                qdrant_url=urls[i % len(urls)],
+                qdrant_collection=name,
+                qdrant_replication_factor=replication,
+            )
+        )
+        for i in range(claimants)
     ]
     clock = Clock()
     try:
@@ -121,25 +124,50 @@ def test_racing_claimants_on_the_server_leave_exactly_one_holder(
             ]
             barrier = threading.Barrier(claimants)
             won: list[str] = []
+            failed: list[Exception] = []
 
             def claim(
-                lease: SyncLease, barrier: threading.Barrier = barrier, won: list[str] = won
+                lease: SyncLease,
+                barrier: threading.Barrier = barrier,
+                won: list[str] = won,
+                failed: list[Exception] = failed,
             ) -> None:
                 barrier.wait()
-                with contextlib.suppress(LeaseHeldError):
+                try:
                     won.append(lease.claim().holder)
+                except LeaseHeldError:
+                    pass  # lost the race: the expected outcome for all but one
+                except Exception as e:
+                    failed.append(e)
 
             threads = [threading.Thread(target=claim, args=(lease,)) for lease in leases]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            assert len(won) == 1, won
+            assert not failed and len(won) == 1, (failed, won)
             assert leases[0].current().holder == won[0]  # type: ignore[union-attr]
             clock.now += LEASE + 1
     finally:
         for s in stores:
             s.close()
+
+
+@pytest.mark.server
+def test_racing_claimants_on_the_server_leave_exactly_one_holder(qdrant_server: str) -> None:
+    race([qdrant_server])
+
+
+@pytest.mark.server
+@pytest.mark.slow  # three nodes start
+def test_racing_claimants_through_every_node_of_a_cluster_leave_exactly_one_holder(
+    qdrant_cluster: QdrantCluster,
+) -> None:
+    """The lease replicated on two of three nodes, claims entering through all three (each
+    claimant's QDRANT_URL starts at another node): its MEDIUM ordering still serialises them."""
+    nodes = [n.url for n in qdrant_cluster.nodes]
+    urls = [",".join(nodes[i:] + nodes[:i]) for i in range(len(nodes))]
+    race(urls, replication=2)
 
 
 def test_only_a_server_store_gets_a_lease() -> None:
