@@ -154,6 +154,20 @@ class Settings(BaseSettings):
     # A follow-up must come within this long of the answer it refines.
     conversation_ttl_seconds: float = Field(1800.0, gt=0)
 
+    # --- shoppers' events (app/events; docs/events.md) ----------------------------------
+    # Answers' impressions and POST /events land here as JSON-line segments, one writer per
+    # process; `spark_jobs.ingest_events` reads the closed ones into the interactions table.
+    events_dir: str = ""  # default: $DATA_DIR/events
+    # Off: answers still carry a recommendation_id, but what was shown is not recorded.
+    record_impressions: bool = True
+    # An impression is on disk (fsynced) at most this long after its answer.
+    events_flush_seconds: float = Field(1.0, gt=0, le=60)
+    # A segment is closed for ingestion after this long.
+    events_segment_seconds: float = Field(60.0, ge=0.5)
+    # An event naming an answer older than this is refused (it cannot be attributed).
+    events_attribution_days: float = Field(30.0, gt=0)
+    interactions_table_path: str = ""  # default: $DATA_DIR/tables/interactions
+
     # --- HTTP ----------------------------------------------------------------------------
     max_query_chars: int = Field(500, ge=1)
     max_body_bytes: int = Field(16_384, ge=256)
@@ -170,6 +184,8 @@ class Settings(BaseSettings):
             "qdrant_path": data / "qdrant",
             "model_cache_dir": data / "models",
             "sync_lock_dir": data,
+            "events_dir": data / "events",
+            "interactions_table_path": data / "tables" / "interactions",
         }
         for name, path in defaults.items():
             if not getattr(self, name):
