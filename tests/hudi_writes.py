@@ -55,10 +55,10 @@ def write_rows(
         opts.update(AGED_MOR)
     opts.update(conf or {})
     if deleted:
-        values = [(*(r[c] for c in COLUMN_NAMES), r["id"] in deleted) for r in rows]
+        values = [(*(r.get(c) for c in COLUMN_NAMES), r["id"] in deleted) for r in rows]
         df = spark.createDataFrame(values, _ddl(f", {DELETE_MARKER} BOOLEAN"))
     else:
-        df = spark.createDataFrame([tuple(r[c] for c in COLUMN_NAMES) for r in rows], _ddl())
+        df = spark.createDataFrame([tuple(r.get(c) for c in COLUMN_NAMES) for r in rows], _ddl())
     df.write.format("hudi").options(**opts).mode("append").save(path)
 
 
