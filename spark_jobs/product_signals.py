@@ -5,10 +5,11 @@
 
 For every product: impressions, clicks, add-to-carts and purchases, each event weighted by
 0.5 ** (age / half-life), and a smoothed click-through rate
-`(clicks + K * shop_ctr) / (impressions + K)` (a product seen a few times sits near the
-shop's average instead of at 0 or 1). Written into the products table as a partial update:
-only the signal columns change; each row keeps its stored `ts` and seller columns, so a
-seller's edit committed meanwhile wins over this job (the newer `ts`), never the reverse.
+`(clicked answers + K * shop_ctr) / (impressions + K)` (a product seen a few times sits
+near the shop's average instead of at 0 or 1; an answer clicked twice counts once).
+Written into the products table as a partial update: only the signal columns change;
+each row keeps its stored `ts` and seller columns, so a seller's edit committed meanwhile
+wins over this job (the newer `ts`), never the reverse.
 Products that had signals and have none now are set to 0; products never interacted with
 stay null; ids no longer in the table are ignored (a signal never resurrects a product).
 The sync mirrors the new values as payload: no chunk changes, nothing is embedded.
@@ -60,16 +61,30 @@ def decayed_signals(
         .agg(F.sum(weight))
         .withColumnsRenamed(_EVENT_COLUMNS)
     )
-    signals = shown.join(acted, RECORD_KEY, "full").na.fill(
-        0.0, ["impressions", *_EVENT_COLUMNS.values()]
+    # A click-through is an answer whose product was clicked: repeated clicks on one
+    # product of one answer count once, and clicks naming no answer are not through-clicks.
+    through = (
+        interactions.filter(
+            (F.col("type") == "click")
+            & F.col("product_id").isNotNull()
+            & F.col("recommendation_id").isNotNull()
+        )
+        .groupBy("recommendation_id", "product_id")
+        .agg(F.max("ts").alias("ts"))
+        .groupBy(F.col("product_id").alias(RECORD_KEY))
+        .agg(F.sum(weight).alias("through"))
     )
-    totals = signals.agg(F.sum("clicks").alias("c"), F.sum("impressions").alias("i")).first()
+    signals = (
+        shown.join(acted, RECORD_KEY, "full")
+        .join(through, RECORD_KEY, "left")
+        .na.fill(0.0, ["impressions", "through", *_EVENT_COLUMNS.values()])
+    )
+    totals = signals.agg(F.sum("through").alias("c"), F.sum("impressions").alias("i")).first()
     clicks, seen = (float(totals["c"] or 0), float(totals["i"] or 0)) if totals else (0.0, 0.0)
-    shop_ctr = clicks / seen if seen > 0 else 0.0
+    shop_ctr = min(1.0, clicks / seen) if seen > 0 else 0.0
     k = F.lit(prior_impressions)
-    return signals.withColumn(
-        "ctr", (F.col("clicks") + k * F.lit(shop_ctr)) / (F.col("impressions") + k)
-    )
+    ctr = (F.col("through") + k * F.lit(shop_ctr)) / (F.col("impressions") + k)
+    return signals.withColumn("ctr", F.least(F.lit(1.0), ctr)).drop("through")
 
 
 def updated_rows(products: DataFrame, signals: DataFrame) -> DataFrame:

@@ -111,6 +111,10 @@ class Settings(BaseSettings):
     # its FEEDBACK_PRODUCTS best products and searched again (0 = off).
     feedback_weight: float = Field(0.0, ge=0, le=10)
     feedback_products: int = Field(5, ge=1, le=50)
+    # What shoppers' purchases add to a product's relevance at most (its popularity, in
+    # [0, 1), from product_signals; app/retrieval/popularity.py): it reorders close matches
+    # and never lifts a clearly worse one. 0 = the text alone ranks.
+    popularity_weight: float = Field(0.03, ge=0, le=0.2)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
     rrf_k: int = Field(60, ge=1, le=1000)
