@@ -23,14 +23,19 @@ import httpx
 import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
+from pyspark.sql import functions as F
 
 from app.core.config import ROOT, Settings
+from app.events.records import COLUMNS
 from app.store import open_store
 from spark_jobs.create_table import create_table
+from spark_jobs.events_retention import drop_expired
 from spark_jobs.ingest_events import run_ingest_events
+from spark_jobs.interactions import utc_day, write
 from spark_jobs.product_signals import run_product_signals
 from spark_jobs.upsert_products import upsert_rows
 from tests.hudi_writes import spark_rows
+from tests.live_server import ServerThread
 from tests.synctools import product, sync_cli_in_process
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -193,6 +198,9 @@ def test_events_exactly_once_into_the_lakehouse_and_back_as_signals(
                 for e in retried
             ]
             assert b.post("/events", json={"events": again}).status_code == 202
+            # Sales the shop feeds back from its own systems (no answer to name).
+            sales = [{"type": "purchase", "product_id": 2} for _ in range(6)]
+            assert b.post("/events", json={"events": sales}).status_code == 202
             # A rejected request: nothing of it is kept.
             bad = [
                 {"type": "click", "product_id": 1, "event_id": "rejected-1"},
@@ -248,6 +256,40 @@ def test_events_exactly_once_into_the_lakehouse_and_back_as_signals(
         store.close()
     assert payload["clicks"] == pytest.approx(stored[1]["clicks"])
     assert payload["purchases"] == pytest.approx(stored[1]["purchases"])
+
+    # What shoppers did, as GET /analytics reads it with hudi-rs; then "best sellers".
+    served = Settings(
+        data_dir=str(tmp_path / "served"),
+        model_cache_dir=Settings().model_cache_dir,
+        qdrant_path=sync_env["QDRANT_PATH"],
+        hudi_table_path=str(table),
+        sync_mode="off",
+        interactions_table_path=str(interactions),
+    )
+    with ServerThread(served) as server, httpx.Client(base_url=server.url, timeout=60) as c:
+        stats = c.get("/analytics", params={"days": 1}).json()
+        assert stats["answers"] == 2
+        assert stats["clicks"] == sum(1 for r in rows if r["type"] == "click")
+        assert stats["purchases"] == sum(1 for r in rows if r["type"] == "purchase")
+        assert stats["top_queries"][0]["query"] == "running shoes"
+        first = next(p for p in stats["ctr_by_position"] if p["position"] == 1)
+        assert first["impressions"] == 2 and first["clicks"] > 0
+        best = c.post("/search", json={"query": "best sellers running shoes", "top_k": 2})
+        assert [f["field"] for f in best.json()["filters_applied"]] == ["popularity_preference"]
+        assert best.json()["products"][0]["id"] == 2  # six more sales
+
+    # Retention drops whole days: an event of 40 days ago goes, today's stay.
+    old = spark.createDataFrame(
+        [("c:old", "click", int(time.time() * 1000) - 40 * 86_400_000, 1)],
+        "event_id string, type string, ts long, product_id long",
+    )
+    cols = [c for c, _ in COLUMNS]
+    old = old.select(*(old[c] if c in old.columns else F.lit(None).alias(c) for c in cols))
+    write(old.withColumn("day", utc_day(F.col("ts"))), str(interactions))
+    assert "c:old" in {r["event_id"] for r in read_interactions(interactions)}
+    assert len(drop_expired(spark, str(interactions), keep_days=30)) == 1
+    kept = {r["event_id"] for r in read_interactions(interactions)}
+    assert "c:old" not in kept and kept == set(ids)
 
     # A seller's edit afterwards keeps the shop's signals.
     upsert_rows(spark, str(table), [{**PRODUCTS[0], "ts": 900, "price": 12.5}])
