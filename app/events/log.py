@@ -59,7 +59,7 @@ class EventLogError(RecommenderError):
 
 @dataclass
 class _Pending:
-    lines: list[tuple[Interaction, bytes]]
+    items: Sequence[Interaction]
     done: concurrent.futures.Future[None] | None  # None: an impression, nobody waits
 
 
@@ -104,7 +104,8 @@ class EventLog:
             if self._stopping or self._queued_lines + len(items) > MAX_PENDING:
                 EVENTS_LOST.labels(reason="queue_full").inc(len(items))
                 return
-            self._queue.append(_Pending([(i, i.to_line()) for i in items], None))
+            # Serialised by the writer thread: the answer's path only queues.
+            self._queue.append(_Pending(items, None))
             self._queued_lines += len(items)
             if len(self._queue) == 1:
                 self._cond.notify()  # the writer may be asleep until the next rotation
@@ -121,7 +122,7 @@ class EventLog:
                 raise EventLogError("the event log is closing")
             if self._queued_lines + len(items) > MAX_PENDING:
                 raise EventLogError("the event log is behind; retry shortly")
-            self._queue.append(_Pending([(i, i.to_line()) for i in items], done))
+            self._queue.append(_Pending(items, done))
             self._queued_lines += len(items)
             self._urgent = True
             self._cond.notify()
@@ -167,7 +168,7 @@ class EventLog:
         return max(0.05, self.segment_seconds - (time.monotonic() - self._segment.opened))
 
     def _write(self, batch: list[_Pending]) -> None:
-        data = b"".join(line for p in batch for _, line in p.lines)
+        data = b"".join(item.to_line() for p in batch for item in p.items)
         try:
             segment = self._segment or self._open_segment()
             segment.file.write(data)
@@ -179,12 +180,12 @@ class EventLog:
             self._abandon_segment()
             for p in batch:
                 if p.done is None:
-                    EVENTS_LOST.labels(reason="disk").inc(len(p.lines))
+                    EVENTS_LOST.labels(reason="disk").inc(len(p.items))
                 else:
                     p.done.set_exception(EventLogError(f"events not stored: {e}"))
             return
         for p in batch:
-            for item, _ in p.lines:
+            for item in p.items:
                 EVENTS_RECORDED.labels(type=item.type).inc()
             if p.done is not None:
                 p.done.set_result(None)
