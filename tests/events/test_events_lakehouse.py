@@ -285,8 +285,9 @@ def test_events_exactly_once_into_the_lakehouse_and_back_as_signals(
         [("c:old", "click", int(time.time() * 1000) - 40 * 86_400_000, 1)],
         "event_id string, type string, ts long, product_id long",
     )
-    cols = [c for c, _ in COLUMNS]
-    old = old.select(*(old[c] if c in old.columns else F.lit(None).alias(c) for c in cols))
+    old = old.select(
+        *(old[c] if c in old.columns else F.lit(None).cast(t).alias(c) for c, t in COLUMNS)
+    )
     write(old.withColumn("day", utc_day(F.col("ts"))), str(interactions))
     assert "c:old" in {r["event_id"] for r in read_interactions(interactions)}
     assert len(drop_expired(spark, str(interactions), keep_days=30)) == 1
