@@ -163,10 +163,12 @@ def drive(
     *,
     max_seconds: float | None = None,
     label: str = "",
+    expect: int = 200,
 ) -> Phase:
     """`clients` closed-loop clients sharing `requests` POST calls to `path`, body n being
-    bodies[n % len(bodies)]; no new request starts after `max_seconds`. With a `label`,
-    progress and an ETA go to stderr every PROGRESS_EVERY_S."""
+    bodies[n % len(bodies)]; no new request starts after `max_seconds`; any answer but
+    `expect` stops the run. With a `label`, progress and an ETA go to stderr every
+    PROGRESS_EVERY_S."""
     host, port = url.removeprefix("http://").split(":")
     encoded = [json.dumps(b).encode() for b in bodies]
 
@@ -186,7 +188,7 @@ def drive(
                     return
                 status, raw = await pool.request("POST", path, encoded[n % len(encoded)])
                 now = time.perf_counter()
-                if status != 200:
+                if status != expect:
                     raise SystemExit(f"POST {path} answered {status}: {raw[:200]!r}")
                 latencies.append(now - t)
                 if label and now - reported >= PROGRESS_EVERY_S:

@@ -26,7 +26,13 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.core.catalog import COLUMN_NAMES, PRECOMBINE_FIELD, RECORD_KEY, spark_schema
+from app.core.catalog import (
+    COLUMN_NAMES,
+    PRECOMBINE_FIELD,
+    RECORD_KEY,
+    SIGNAL_COLUMNS,
+    spark_schema,
+)
 from app.core.config import get_settings
 from spark_jobs import cli
 from spark_jobs.errors import InputError
@@ -60,7 +66,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_CONTENT_COLUMNS = tuple(c for c in COLUMN_NAMES if c not in (RECORD_KEY, PRECOMBINE_FIELD))
+# What a seller's row says: the shop's signal columns are neither compared nor taken.
+_CONTENT_COLUMNS = tuple(
+    c for c in COLUMN_NAMES if c not in (RECORD_KEY, PRECOMBINE_FIELD, *SIGNAL_COLUMNS)
+)
 _SEQ = "_seq"
 _COMMIT_META_PREFIX = "_ingest."
 # Up to this many ids per batch, the diff broadcasts them (~20 MB of hash table at 1M)
@@ -383,7 +392,7 @@ def _changed_rows(
     from pyspark.sql import functions as F
 
     if first_load:
-        return _table_rows(incoming)
+        return _table_rows(incoming.select(*_without_signals(incoming)))
     snapshot = read_snapshot(spark, table_path)
     if rows <= _BROADCAST_IDS_MAX:
         # A left join would shuffle every stored row (the whole table, for a 1% batch);
@@ -392,9 +401,17 @@ def _changed_rows(
         snapshot = snapshot.join(ids, RECORD_KEY, "left_semi")
     stored = snapshot.select(
         F.col(RECORD_KEY),
-        *(F.col(c).alias(f"stored_{c}") for c in (PRECOMBINE_FIELD, *_CONTENT_COLUMNS)),
+        *(
+            F.col(c).alias(f"stored_{c}")
+            for c in (PRECOMBINE_FIELD, *_CONTENT_COLUMNS, *SIGNAL_COLUMNS)
+        ),
     )
     joined = incoming.join(stored, RECORD_KEY, "left")
+    # The shop's signals stay as stored (null for a new product), whatever the file said.
+    joined = joined.select(
+        *(c for c in joined.columns if c not in SIGNAL_COLUMNS),
+        *(F.col(f"stored_{c}").alias(c) for c in SIGNAL_COLUMNS),
+    )
     same_content = reduce(
         lambda a, b: a & b, (F.col(c).eqNullSafe(F.col(f"stored_{c}")) for c in _CONTENT_COLUMNS)
     )
@@ -403,6 +420,13 @@ def _changed_rows(
     not_older = ts >= stored_ts
     already_stored = same_content & (F.col(TS_DEFAULTED) | (ts == stored_ts))
     return _table_rows(joined.filter(is_new | (not_older & ~already_stored)))
+
+
+def _without_signals(df: DataFrame) -> list[Any]:
+    """`df`'s columns with the signal columns null (a file cannot set them)."""
+    from pyspark.sql import functions as F
+
+    return [F.lit(None).alias(c) if c in SIGNAL_COLUMNS else F.col(c) for c in df.columns]
 
 
 def _table_rows(df: DataFrame) -> DataFrame:

@@ -115,6 +115,10 @@ class Settings(BaseSettings):
     # sparse: one branch alone. Other fusions are `python -m app.eval` flags.
     retrieval_mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     fusion_lexical_weight: float = Field(0.4, ge=0, le=10)
+    # What shoppers' purchases add to a product's relevance at most (its popularity, in
+    # [0, 1), from product_signals; app/retrieval/popularity.py): it reorders close matches
+    # and never lifts a clearly worse one. 0 = the text alone ranks.
+    popularity_weight: float = Field(0.03, ge=0, le=0.2)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
     # Query embeddings + searches run at once (CPU work); past RETRIEVAL_MAX_WAITING more
@@ -155,6 +159,20 @@ class Settings(BaseSettings):
     # A follow-up must come within this long of the answer it refines.
     conversation_ttl_seconds: float = Field(1800.0, gt=0)
 
+    # --- shoppers' events (app/events; docs/events.md) ----------------------------------
+    # Answers' impressions and POST /events land here as JSON-line segments, one writer per
+    # process; `spark_jobs.ingest_events` reads the closed ones into the interactions table.
+    events_dir: str = ""  # default: $DATA_DIR/events
+    # Off: answers still carry a recommendation_id, but what was shown is not recorded.
+    record_impressions: bool = True
+    # An impression is on disk (fsynced) at most this long after its answer.
+    events_flush_seconds: float = Field(1.0, gt=0, le=60)
+    # A segment is closed for ingestion after this long.
+    events_segment_seconds: float = Field(60.0, ge=0.5)
+    # An event naming an answer older than this is refused (it cannot be attributed).
+    events_attribution_days: float = Field(30.0, gt=0)
+    interactions_table_path: str = ""  # default: $DATA_DIR/tables/interactions
+
     # --- HTTP ----------------------------------------------------------------------------
     max_query_chars: int = Field(500, ge=1)
     max_body_bytes: int = Field(16_384, ge=256)
@@ -171,6 +189,8 @@ class Settings(BaseSettings):
             "qdrant_path": data / "qdrant",
             "model_cache_dir": data / "models",
             "sync_lock_dir": data,
+            "events_dir": data / "events",
+            "interactions_table_path": data / "tables" / "interactions",
         }
         for name, path in defaults.items():
             if not getattr(self, name):

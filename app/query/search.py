@@ -57,6 +57,27 @@ def within_margin(
     return [p for p in products if p.score >= best - margin]
 
 
+def with_popularity_prior(
+    products: Sequence[RetrievedProduct], weight: float
+) -> list[RetrievedProduct]:
+    """Re-order by relevance + `weight` x popularity (in [0, 1)): a product shoppers buy can
+    pass one at most `weight` more relevant, never a clearly better match."""
+    if weight <= 0:
+        return list(products)
+    return sorted(products, key=lambda p: p.score + weight * p.popularity, reverse=True)
+
+
+def by_popularity(products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
+    """ "Best sellers": the products near the best match, most popular first (relevance
+    breaks ties); the others follow in their order."""
+    if not products:
+        return []
+    best = max(p.score for p in products)
+    near = [p for p in products if p.score >= best - PRICE_COMPETITION_MARGIN]
+    rest = [p for p in products if p.score < best - PRICE_COMPETITION_MARGIN]
+    return sorted(near, key=lambda p: (p.popularity, p.score), reverse=True) + rest
+
+
 def nudge_by_cost(
     products: Sequence[RetrievedProduct], cost: Callable[[RetrievedProduct], float | None]
 ) -> list[RetrievedProduct]:
@@ -118,10 +139,13 @@ def constrained_retrieve(
     # mentions "tent-mates" scores within 10% of the tents.
     mode: RetrievalMode | None = None if retriever.scores_are_similarities else "dense"
     cut = retriever.relevance_margin if margin is None else margin
-    wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
+    reorders = plan.prefer_low_price or plan.prefer_popular
+    wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     found = retriever.retrieve(query, wanted, plan.search_filter, mode=mode)
     best = max((p.score for p in found), default=-math.inf)
-    matches = within_margin(found, best, cut)
+    matches = with_popularity_prior(within_margin(found, best, cut), retriever.popularity_weight)
+    if plan.prefer_popular:
+        matches = by_popularity(matches)
     if plan.prefer_low_price:
         matches = nudge_by_cost(matches, log_price)
     matches = matches[:top_k]

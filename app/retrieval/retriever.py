@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from app.core.config import Settings
 from app.embedding.model import Vectors
+from app.retrieval.popularity import popularity
 from app.retrieval.types import RetrievedProduct
 from app.store.base import ProductHit, SearchFilter, VectorStore
 from app.store.hybrid import FusionSpec, RetrievalMode, SparseVec, query_sparse
@@ -47,6 +48,7 @@ def to_retrieved(hit: ProductHit) -> RetrievedProduct:
         price=float(price) if isinstance(price, int | float) else None,
         score=round(hit.score, 6),
         matched_content=[chunk_body(str(c.payload.get("text", ""))) for c in hit.chunks],
+        popularity=popularity(payload),
     )
 
 
@@ -92,6 +94,7 @@ class Retriever:
         self.default_top_k = settings.vector_search_top_k
         self.mode = settings.retrieval_mode
         self.relevance_margin = settings.relevance_margin
+        self.popularity_weight = settings.popularity_weight
         self.fusion = fusion or FusionSpec(lexical_weight=settings.fusion_lexical_weight)
 
     @property

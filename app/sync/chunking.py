@@ -27,8 +27,9 @@ _POINT_NAMESPACE = uuid.UUID("6f1c1f0e-8a55-4f3a-9a63-3d0f1c2b7e11")
 CHUNK_FORMAT = "v2-name-header"
 # Bump when the chunk payload gains or changes a field: the next cycle is a full one, which
 # re-embeds nothing (ids are content keys) and writes the new fields into every chunk.
-# p2: `chunk_count`, so a search knows a product's group is complete without asking.
-PAYLOAD_FORMAT = "p2-chunk-count"
+# p2: `chunk_count`, so a search knows a product's group is complete without asking;
+# p3: the shoppers' signals (impressions ... ctr), written by spark_jobs.product_signals.
+PAYLOAD_FORMAT = "p3-signals"
 # Smallest room left for description text once the header is counted.
 _MIN_BODY_TOKENS = 32
 

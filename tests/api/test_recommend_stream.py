@@ -122,9 +122,11 @@ def json_answer(client: httpx.Client, body: dict[str, Any] = QUERY) -> dict[str,
 
 def same_answer(response: dict[str, Any]) -> dict[str, Any]:
     """The response without what differs between two asks of the same question: the
-    stream's own flag, and the conversation token (signed with the time it was issued)."""
-    assert response["conversation"]
-    return {k: v for k, v in response.items() if k not in ("text_replaced", "conversation")}
+    stream's own flag, the conversation token (signed with the time it was issued) and
+    the answer's own recommendation_id."""
+    assert response["conversation"] and response["recommendation_id"]
+    differ = ("text_replaced", "conversation", "recommendation_id")
+    return {k: v for k, v in response.items() if k not in differ}
 
 
 def metric(client: httpx.Client, name: str, **labels: str) -> float:

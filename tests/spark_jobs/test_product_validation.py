@@ -337,4 +337,4 @@ def test_adding_a_column_is_one_edit() -> None:
     assert schema["colour"] == StructField("colour", StringType(), nullable=True)
     assert columns_of(WithColour)["colour"].aliases == ("color",)
     row = {"id": 1, "ts": 5, "name": "Mug", "price": None, "colour": "teal"}
-    assert WithColour.from_row(row) == WithColour(1, 5, "Mug", "", None, None, None, "teal")
+    assert WithColour.from_row(row) == WithColour(1, 5, "Mug", "", None, None, None, colour="teal")
