@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     # With a Qdrant server: how long a syncer's lease lasts unless renewed (app/sync/lease.py);
     # a dead syncer is replaced after at most this long. Renewed every third of it.
     sync_lease_seconds: float = Field(120.0, ge=2)
+    # With QDRANT_API_KEY: a syncer's writes carry a token the server checks against the
+    # lease, so a stalled syncer's late writes are refused after a takeover. Needs the server
+    # run with QDRANT__SERVICE__JWT_RBAC=true; false: the syncer checks the lease itself.
+    sync_lease_fence: bool = True
     # Chunk vectors made by `python -m spark_jobs.embed`: a chunk whose content key is
     # there is loaded, not embedded. Default: beside the table (default_vectors_path);
     # where no table exists the sync embeds everything itself.

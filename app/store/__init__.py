@@ -84,10 +84,10 @@ def open_store(settings: Settings) -> VectorStore:
         from app.store.qdrant_client_store import QdrantClientStore
 
         remote = bool(settings.qdrant_url)
+        key = settings.qdrant_api_key
         backend = "qdrant-remote" if remote else "qdrant-local"
         try:
             if remote:
-                key = settings.qdrant_api_key
                 # Our own version check (check_server_version) replaces the client's, which
                 # warns about any server more than one minor version from the client.
                 client = QdrantClient(
@@ -103,7 +103,11 @@ def open_store(settings: Settings) -> VectorStore:
                 f"cannot open client: {e}", backend=backend, collection=collection
             ) from e
         logger.info("vector store: %s, collection %s", backend, collection)
-        return QdrantClientStore(client, collection, local=not remote)
+        fenced = remote and key is not None and settings.sync_lease_fence
+        fence_key = key.get_secret_value() if fenced and key is not None else None
+        return QdrantClientStore(
+            client, collection, local=not remote, url=settings.qdrant_url, fence_key=fence_key
+        )
 
     from app.store.edge_store import EdgeStore
 

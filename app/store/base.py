@@ -56,6 +56,10 @@ class StoreLockedError(StoreError):
     """The on-disk store is open in another process (the embedded engine is single-writer)."""
 
 
+class StoreFencedError(StoreError):
+    """The server refused a write fenced by a sync lease that passed to another syncer."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkPoint:
     """One chunk as the sync writes it. `id` is a UUID string keyed by content."""
