@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 # missing here (renamed, new) runs after these, in collection order.
 LONGEST_FIRST = (
     "tests/sync/test_sync_two_syncers.py",  # 60 s (server tier: two syncer processes)
+    "tests/sync/test_sync_fence.py",  # ~60 s alone (server tier: a syncer process, Spark)
     "tests/sync/test_sync_aged.py",  # 88 s
     "tests/sync/test_sync_removals.py",  # 86 s
     "tests/spark_jobs/test_ingest.py",  # 79 s
