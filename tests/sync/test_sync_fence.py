@@ -95,8 +95,6 @@ def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
     assert isinstance(store, QdrantClientStore)
     log = tmp_path / "a.log"
     a_env = {**os.environ, **env, "SYNC_LOCK_DIR": str(tmp_path / "a-locks")}
-    if fence == "unfenced":
-        a_env["SYNC_LEASE_FENCE"] = "false"
     with log.open("wb") as out:
         a = subprocess.Popen(
             [sys.executable, "-m", "tests.sync.stalling_syncer", "--loop"],
