@@ -89,18 +89,18 @@ def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
         Settings(
             qdrant_url=qdrant_fenced_server,
             qdrant_collection=collection,
-            qdrant_api_key=FENCED_API_KEY,  # type: ignore[arg-type]
+            qdrant_api_key=FENCED_API_KEY,
         )
     )
     assert isinstance(store, QdrantClientStore)
     log = tmp_path / "a.log"
     a_env = {**os.environ, **env, "SYNC_LOCK_DIR": str(tmp_path / "a-locks")}
-    with log.open("wb") as out:
+    with log.open("wb") as sink:
         a = subprocess.Popen(
             [sys.executable, "-m", "tests.sync.stalling_syncer", "--loop"],
             cwd=ROOT,
             env=a_env,
-            stdout=out,
+            stdout=sink,
             stderr=subprocess.STDOUT,
         )
     try:
@@ -134,7 +134,6 @@ def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
 
         # A wakes up and sends its late batch.
         a.send_signal(signal.SIGCONT)
-        landed = lambda: store._client.retrieve(collection, late["points"])  # noqa: E731
         _wait(
             "the server's refusal",
             lambda: "refused by the lease's fence" in log.read_text(),
@@ -143,7 +142,7 @@ def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
         )
         # A's loop tries again and finds B's lease: it waits, it does not write.
         _wait("A to wait for B", lambda: "sync lease held by" in log.read_text(), 60, log)
-        assert landed() == []
+        assert store._client.retrieve(collection, late["points"]) == []
         assert store.count() == embedded and store.load_state() == checkpoint
         assert LeaseState.from_payload(store.read_lease()) == taken
         code, out = sync_cli_in_process(["--verify"], b_env, monkeypatch, capsys)
