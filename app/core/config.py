@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     # with Maven on first use (spark_jobs/rules_jar.py).
     product_rules_jar: str | None = None
     quarantine_dir: str = ""  # default: $DATA_DIR/quarantine
+    # Where jobs keep rows they read more than once (reliable checkpoints, spark_jobs/table.py
+    # `materialize`); on a cluster, shared storage (hdfs://, s3a://) every executor reaches.
+    spark_checkpoint_dir: str = ""  # default: $DATA_DIR/spark-checkpoints
 
     # --- vector store ---------------------------------------------------------------
     qdrant_url: str | None = None
@@ -171,6 +174,7 @@ class Settings(BaseSettings):
         defaults = {
             "hudi_table_path": data / "tables" / "products",
             "quarantine_dir": data / "quarantine",
+            "spark_checkpoint_dir": data / "spark-checkpoints",
             "qdrant_path": data / "qdrant",
             "model_cache_dir": data / "models",
             "sync_lock_dir": data,
