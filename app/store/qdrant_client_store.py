@@ -202,6 +202,12 @@ class QdrantClientStore(StoreCore):
                 "set_payload", self._writer.batch_update_points, self._collection, ops, wait=True
             )
 
+    def _update_vectors(self, points: list[tuple[str, dict[str, Any]]]) -> None:
+        vectors = [models.PointVectors(id=i, vector=v) for i, v in points]
+        self._call(
+            "update_vectors", self._writer.update_vectors, self._collection, vectors, wait=True
+        )
+
     def count(self) -> int:
         return int(self._call("count", self._client.count, self._collection, exact=True).count)
 

@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipped {cycle.skipped}")
             print(f"deleted {cycle.deleted}")
             print(f"payload_updates {cycle.payload_updates}")
+            print(f"sparse_rewrites {cycle.sparse_rewrites}")
             return 0
         finally:
             store.close()

@@ -269,7 +269,7 @@ class SyncEngine:
         report.seconds = time.monotonic() - started
         logger.info(
             "sync %s (%s, %s]: rows %d, embedded %d, loaded %d, skipped %d, deleted %d, "
-            "payload %d in %.2fs%s",
+            "payload %d, sparse %d in %.2fs%s",
             report.mode,
             report.start,
             report.end,
@@ -279,6 +279,7 @@ class SyncEngine:
             report.skipped,
             report.deleted,
             report.payload_updates,
+            report.sparse_rewrites,
             report.seconds,
             f" ({report.reason})" if report.reason else "",
         )
@@ -426,5 +427,6 @@ class SyncEngine:
         report.loaded = counts.loaded
         report.skipped = counts.skipped
         report.payload_updates = counts.payload_updates
+        report.sparse_rewrites = counts.sparse_rewrites
         report.deleted = counts.deleted
         return report
