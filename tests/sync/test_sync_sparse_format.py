@@ -27,14 +27,15 @@ from tests.synctools import ENGINES, Harness, engine_settings, make_harness
 
 def _stored(store: Any, ids: list[str]) -> dict[str, tuple[list[float], SparseVec]]:
     """Each point's dense vector and BM25 vector, as the engine holds them."""
+    records: list[Any]
     if isinstance(store, EdgeStore):
-        records = store._require().retrieve(ids, False, True)
+        records = list(store._require().retrieve(list[Any](ids), False, True))
     else:
         assert isinstance(store, QdrantClientStore)
-        records = store._client.retrieve(store._collection, ids, with_vectors=True)
+        records = list(store._client.retrieve(store._collection, ids, with_vectors=True))
     out = {}
     for r in records:
-        vectors = r.vector
+        vectors: Any = r.vector
         sparse = vectors[SPARSE_VECTOR]
         out[str(r.id)] = (list(vectors[""]), SparseVec(list(sparse.indices), list(sparse.values)))
     return out
