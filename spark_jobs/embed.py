@@ -8,7 +8,9 @@ sync's own chunker and encoder on the rows (the table's snapshot, or the commits
 with `--begin`/`--end`); the vectors go to V (default `<T>_chunk_vectors`, where the sync
 looks: VECTORS_TABLE_PATH), keyed by content key. The sync then loads these vectors instead
 of embedding them. Content already in V is not embedded again, so a re-run or a window
-embeds only what is new.
+embeds only what is new. A run over the whole snapshot (no `--begin`) also deletes from V
+the vectors no live chunk uses (an edited or deleted product's old texts), in one more
+commit: V follows the catalog, not its history, and so does the sync's lookup index.
 
 The content key names the engine (`all-MiniLM-L6-v2+int8` for the int8 export), so the sync
 only loads vectors from the engine it runs itself. The engine is decided once, on the
@@ -30,13 +32,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from app.core.catalog import COLUMN_NAMES
 from app.core.config import Settings, default_vectors_path, get_settings
 from app.embedding import load_embedder
 from app.embedding.choice import EncoderChoice
-from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT
+from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID, VECTOR
 from spark_jobs import cli
 from spark_jobs.embed_worker import (
     CHUNK_SCHEMA,
@@ -72,6 +74,7 @@ class EmbedResult:
     chunks: int  # distinct chunk contents in the rows read
     present: int  # ... already in the vectors table (not embedded)
     embedded: int
+    dropped: int  # vectors no live chunk uses, deleted (a run over the whole snapshot)
     engines: dict[str, int]  # model id (engine) -> vectors written by it
     vectors_path: str
     embed_seconds: float  # chunking and embedding, the write excluded
@@ -147,6 +150,10 @@ def embed_table(
         )
         todo = chunks.join(held, CONTENT_KEY, "left_anti")
     count = todo.count() if exists else total
+    dropped = 0
+    if exists and begin is None:
+        assert props is not None
+        dropped = _drop_dead(spark, vectors_path, chunks, props, overrides)
     logger.info(
         "%d distinct chunks, %d to embed into %s (%.1fs)",
         total,
@@ -166,12 +173,13 @@ def embed_table(
             )
         embed_seconds = time.monotonic() - started
         logger.info("embedded %d chunks (%.1fs)", count, embed_seconds)
-        _write(vectors, vectors_path, props if exists else None, overrides)
+        _write(vectors, vectors_path, props if exists else None, overrides, "upsert")
         logger.info("written to %s (%.1fs)", vectors_path, time.monotonic() - started)
     return EmbedResult(
         chunks=total,
         present=total - count,
         embedded=count,
+        dropped=dropped,
         engines={config.model_id: count} if count else {},
         vectors_path=vectors_path,
         embed_seconds=embed_seconds,
@@ -192,17 +200,48 @@ def _read(spark: SparkSession, table_path: str, begin: str | None, end: str | No
     return reader.load(table_path).select(*COLUMN_NAMES)
 
 
+def _drop_dead(
+    spark: SparkSession,
+    vectors_path: str,
+    live: DataFrame,
+    props: dict[str, str],
+    overrides: dict[str, str] | None,
+) -> int:
+    """Delete the vectors whose key no chunk of the snapshot has; returns how many."""
+    from pyspark.sql import functions as F
+
+    stored = (
+        spark.read.format("hudi")
+        .option("hoodie.enable.data.skipping", "false")
+        .load(vectors_path)
+        .select(CONTENT_KEY, MODEL_ID, VECTOR, EMBEDDED_AT)
+    )
+    now = time.time_ns() // 1_000_000
+    # A delete must not lose the merge to the stored row's (event-time) ts.
+    dead = materialize(
+        stored.join(live.select(CONTENT_KEY), CONTENT_KEY, "left_anti").withColumn(
+            EMBEDDED_AT, F.greatest(F.col(EMBEDDED_AT), F.lit(now))
+        )
+    )
+    dropped = dead.count()
+    if dropped:
+        logger.info("dropping %d vectors no live chunk uses from %s", dropped, vectors_path)
+        _write(dead, vectors_path, props, overrides, "delete")
+    return dropped
+
+
 def _write(
     vectors: DataFrame,
     vectors_path: str,
     props: dict[str, str] | None,
     overrides: dict[str, str] | None,
+    operation: Literal["upsert", "delete"],
 ) -> None:
-    """One commit: into a new table a bulk_insert, else an upsert."""
+    """One commit: into a new table a bulk_insert, else `operation`."""
     options = {
         "hoodie.table.name": props["hoodie.table.name"] if props else VECTORS_TABLE_NAME,
         "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
-        "hoodie.datasource.write.operation": "upsert" if props else "bulk_insert",
+        "hoodie.datasource.write.operation": operation if props else "bulk_insert",
         "hoodie.datasource.write.recordkey.field": CONTENT_KEY,
         "hoodie.datasource.write.precombine.field": EMBEDDED_AT,
         "hoodie.datasource.write.partitionpath.field": "",
@@ -293,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chunks {result.chunks}")
         print(f"present {result.present}")
         print(f"embedded {result.embedded}")
+        print(f"dropped {result.dropped}")
         for engine, n in sorted(result.engines.items()):
             print(f"engine {engine} {n}")
         print(f"vectors_path {result.vectors_path}")

@@ -265,7 +265,6 @@ class SyncEngine:
                     unindexed=self._unindexed,
                 ).to_dict()
             )
-        self.vectors.release()
         report.seconds = time.monotonic() - started
         logger.info(
             "sync %s (%s, %s]: rows %d, embedded %d, loaded %d, skipped %d, deleted %d, "
