@@ -12,7 +12,8 @@ read (a record batch at a time) writes its vectors to an unnamed temporary file 
 order and keeps an index of sorted content keys with their row numbers (36 bytes a row);
 a lookup finds its keys in the index and reads just those rows back from the file
 (`os.pread`, 4 bytes a dimension each). So the syncer holds 36 bytes per row of the table's
-snapshot plus one record batch, whatever the vectors weigh (1.5 KB a chunk at 384-d):
+snapshot plus the base file being read (hudi-rs decodes one file at a time; Hudi caps a
+file at `hoodie.parquet.max.file.size`, 120 MB), whatever the table weighs:
 bench/vector_lookup.py measures it while the table's history grows.
 """
 
@@ -44,7 +45,7 @@ MODEL_ID = "model_id"  # for people and the job's report: the key already names 
 EMBEDDED_AT = "ts"  # precombine: epoch millis of the embedding
 # Content keys are 32 hex characters (chunk_hash).
 _KEY_DTYPE = "S32"
-# Rows per streamed record batch: the read's memory (~6 MB of vectors at 384-d).
+# Rows converted at a time (~6 MB of vectors at 384-d).
 _READ_BATCH = 4_096
 
 
@@ -58,17 +59,20 @@ class SpilledVectors:
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="chunk-vectors-")  # noqa: SIM115
         parts: list[npt.NDArray[np.bytes_]] = []
         self.skipped = 0
-        for batch in batches:
-            lists = batch.column(VECTOR)
-            # Vectors of another size are another model's: never loaded.
-            fits = pc.fill_null(pc.equal(pc.list_value_length(lists), dim), False)
-            self.skipped += batch.num_rows - pc.sum(fits).as_py()
-            kept = batch.filter(fits)
-            if not kept.num_rows:
-                continue
-            values = pc.list_flatten(kept.column(VECTOR)).to_numpy(zero_copy_only=False)
-            self._file.write(values.astype(np.float32).tobytes())
-            parts.append(_as_keys([kept.column(CONTENT_KEY)]))
+        for whole in batches:
+            # hudi-rs gives a base file as one batch: converted a slice at a time.
+            for start in range(0, whole.num_rows, _READ_BATCH):
+                batch = whole.slice(start, _READ_BATCH)
+                lists = batch.column(VECTOR)
+                # Vectors of another size are another model's: never loaded.
+                fits = pc.fill_null(pc.equal(pc.list_value_length(lists), dim), False)
+                self.skipped += batch.num_rows - pc.sum(fits).as_py()
+                kept = batch.filter(fits)
+                if not kept.num_rows:
+                    continue
+                values = pc.list_flatten(kept.column(VECTOR)).to_numpy(zero_copy_only=False)
+                self._file.write(memoryview(np.ascontiguousarray(values, dtype=np.float32)))
+                parts.append(_as_keys([kept.column(CONTENT_KEY)]))
         self._file.flush()
         keys = np.concatenate(parts) if parts else np.zeros(0, dtype=_KEY_DTYPE)
         order = np.argsort(keys, kind="stable")
