@@ -71,7 +71,7 @@ class SpilledVectors:
                 if not kept.num_rows:
                     continue
                 values = pc.list_flatten(kept.column(VECTOR)).to_numpy(zero_copy_only=False)
-                self._file.write(memoryview(np.ascontiguousarray(values, dtype=np.float32)))
+                self._file.write(np.ascontiguousarray(values, dtype=np.float32).data)
                 parts.append(_as_keys([kept.column(CONTENT_KEY)]))
         self._file.flush()
         keys = np.concatenate(parts) if parts else np.zeros(0, dtype=_KEY_DTYPE)
