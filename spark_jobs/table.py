@@ -117,6 +117,25 @@ def read_snapshot(spark: SparkSession, table_path: str) -> DataFrame:
     )
 
 
+def materialize(df: DataFrame) -> DataFrame:
+    """`df` computed once and kept as files in the session's checkpoint folder.
+
+    For rows an action reads more than once (a count, then a write). Not `persist()`:
+    counting a persisted frame holds its cache entry's lock while Hudi plans a read, and a
+    Hudi planning step that unpersists waits on every entry's lock (a deadlock,
+    docs/troubleshooting.md). Not `localCheckpoint()`: its blocks live on the executors and
+    go with one. An eager reliable checkpoint computes the plan once, in the job that
+    writes the files: into the session's checkpoint folder, or SPARK_CHECKPOINT_DIR when
+    none is set (Spark makes a folder per application in it).
+    """
+    context = df.sparkSession.sparkContext
+    if context.getCheckpointDir() is None:
+        from app.core.config import get_settings
+
+        context.setCheckpointDir(get_settings().spark_checkpoint_dir)
+    return df.checkpoint(eager=True)
+
+
 def write(
     df: DataFrame,
     table_path: str,

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 LONGEST_FIRST = (
     "tests/sync/test_sync_cluster.py",
     "tests/sync/test_sync_two_syncers.py",
+    "tests/sync/test_sync_fence.py",
     "tests/sync/test_sync_aged.py",
     "tests/sync/test_sync_removals.py",
     "tests/spark_jobs/test_ingest.py",
@@ -145,11 +146,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from app.core.config import Settings
     from spark_jobs.session import get_spark
 
     session = get_spark(Settings(spark_master="local[2]"), app_name="tests")
+    # The jobs' reliable checkpoints (spark_jobs/table.py `materialize`), not in data/.
+    session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("spark-checkpoints")))
     yield session
     session.stop()
 

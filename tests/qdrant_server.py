@@ -94,7 +94,25 @@ def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     reason = problem()
     if not binary or reason is not None:
         raise RuntimeError(f"no Qdrant server: {reason}")
-    folder = tmp_path_factory.mktemp("qdrant-server")
+    yield from _run(binary, tmp_path_factory.mktemp("qdrant-server"), {})
+
+
+# The API key of the fenced server: the syncer signs its lease's write fence with it.
+FENCED_API_KEY = "fence-test-key"
+
+
+@pytest.fixture(scope="session", name="qdrant_fenced_server")
+def qdrant_fenced_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a real Qdrant server with an API key (FENCED_API_KEY) and JWT RBAC, which
+    checks the sync lease's write fence (app/store/fence.py). Needs QDRANT_SERVER_BIN."""
+    binary = os.environ.get("QDRANT_SERVER_BIN")
+    if not binary or not Path(binary).exists():
+        raise RuntimeError("no Qdrant server binary for the fenced server: set QDRANT_SERVER_BIN")
+    extra = {"QDRANT__SERVICE__API_KEY": FENCED_API_KEY, "QDRANT__SERVICE__JWT_RBAC": "true"}
+    yield from _run(binary, tmp_path_factory.mktemp("qdrant-fenced"), extra)
+
+
+def _run(binary: str, folder: Path, extra: dict[str, str]) -> Iterator[str]:
     http, grpc = free_port(), free_port()
     env = {
         **os.environ,
@@ -104,6 +122,7 @@ def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "QDRANT__SERVICE__GRPC_PORT": str(grpc),
         "QDRANT__SERVICE__HOST": "127.0.0.1",
         "QDRANT__TELEMETRY_DISABLED": "true",
+        **extra,
     }
     log = (folder / "qdrant.log").open("wb")
     proc = subprocess.Popen([binary], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)

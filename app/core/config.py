@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     # with Maven on first use (spark_jobs/rules_jar.py).
     product_rules_jar: str | None = None
     quarantine_dir: str = ""  # default: $DATA_DIR/quarantine
+    # Where jobs keep rows they read more than once (reliable checkpoints, spark_jobs/table.py
+    # `materialize`); on a cluster, shared storage (hdfs://, s3a://) every executor reaches.
+    spark_checkpoint_dir: str = ""  # default: $DATA_DIR/spark-checkpoints
 
     # --- vector store ---------------------------------------------------------------
     # One server, or the nodes of a cluster comma-separated: calls go to one node and move
@@ -99,6 +102,10 @@ class Settings(BaseSettings):
     # With a Qdrant server: how long a syncer's lease lasts unless renewed (app/sync/lease.py);
     # a dead syncer is replaced after at most this long. Renewed every third of it.
     sync_lease_seconds: float = Field(120.0, ge=2)
+    # With QDRANT_API_KEY: a syncer's writes carry a token the server checks against the
+    # lease, so a stalled syncer's late writes are refused after a takeover. Needs the server
+    # run with QDRANT__SERVICE__JWT_RBAC=true; false: the syncer checks the lease itself.
+    sync_lease_fence: bool = True
     # Chunk vectors made by `python -m spark_jobs.embed`: a chunk whose content key is
     # there is loaded, not embedded. Default: beside the table (default_vectors_path);
     # where no table exists the sync embeds everything itself.
@@ -186,6 +193,7 @@ class Settings(BaseSettings):
         defaults = {
             "hudi_table_path": data / "tables" / "products",
             "quarantine_dir": data / "quarantine",
+            "spark_checkpoint_dir": data / "spark-checkpoints",
             "qdrant_path": data / "qdrant",
             "model_cache_dir": data / "models",
             "sync_lock_dir": data,

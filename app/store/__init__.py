@@ -86,10 +86,10 @@ def open_store(settings: Settings) -> VectorStore:
         from app.store.qdrant_nodes import QdrantNodes
 
         urls = settings.qdrant_urls
+        key = settings.qdrant_api_key
         backend = "qdrant-remote" if urls else "qdrant-local"
         try:
             if urls:
-                key = settings.qdrant_api_key
                 # Our own version check (check_server_version) replaces the client's, which
                 # warns about any server more than one minor version from the client.
                 clients = [
@@ -118,6 +118,11 @@ def open_store(settings: Settings) -> VectorStore:
             collection,
             local=not urls,
             layout=layout,
+            fence_key=(
+                key.get_secret_value()
+                if urls and key is not None and settings.sync_lease_fence
+                else None
+            ),
         )
 
     from app.store.edge_store import EdgeStore

@@ -56,6 +56,10 @@ class StoreLockedError(StoreError):
     """The on-disk store is open in another process (the embedded engine is single-writer)."""
 
 
+class StoreFencedError(StoreError):
+    """The server refused a write fenced by a sync lease that passed to another syncer."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkPoint:
     """One chunk as the sync writes it. `id` is a UUID string keyed by content."""
@@ -63,6 +67,15 @@ class ChunkPoint:
     id: str
     vector: VectorLike
     payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SparseRewrite:
+    """A kept chunk's BM25 vector to compute again (from its text and its product's title)."""
+
+    id: str
+    text: str
+    title: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +163,11 @@ class VectorStore(Protocol):
         """Merge each update's payload into its points (no re-embedding), in one
         acknowledged round-trip: a price change of 1,000 products is one call, not 1,000.
         Unknown ids raise StoreError."""
+        ...
+
+    def rewrite_sparse(self, chunks: Sequence[SparseRewrite]) -> None:
+        """Replace the BM25 vector of existing points (the current SPARSE_FORMAT), leaving
+        their dense vector and payload as they are; acknowledged on return."""
         ...
 
     def chunks_for_products(self, product_ids: Sequence[int]) -> list[StoredChunk]:

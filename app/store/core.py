@@ -25,6 +25,7 @@ from app.store.base import (
     ChunkPoint,
     ProductHit,
     SearchFilter,
+    SparseRewrite,
     StoredChunk,
     StoredChunkHit,
     StoreError,
@@ -156,6 +157,20 @@ class StoreCore(ABC):
             ),
         }
         return self._make_point(normalize_id(p.id, backend=self._backend), vectors, p.payload)
+
+    def rewrite_sparse(self, chunks: Sequence[SparseRewrite]) -> None:
+        """See `VectorStore.rewrite_sparse`: UPSERT_BATCH points per engine call."""
+        for start in range(0, len(chunks), UPSERT_BATCH):
+            batch = chunks[start : start + UPSERT_BATCH]
+            self._update_vectors(
+                [
+                    (
+                        normalize_id(c.id, backend=self._backend),
+                        {SPARSE_VECTOR: self._sparse_vector(document_sparse(c.text, c.title))},
+                    )
+                    for c in batch
+                ]
+            )
 
     def _index_schemas(self, fields: Sequence[str] = tuple(INDEXED_FIELDS)) -> dict[str, Any]:
         """Engine schema type of each payload field to index."""
@@ -449,6 +464,10 @@ class StoreCore(ABC):
         and their dense vector if asked."""
 
     # --- engine hooks: calls ------------------------------------------------------------
+    @abstractmethod
+    def _update_vectors(self, points: list[tuple[str, dict[str, Any]]]) -> None:
+        """Replace the named vectors of existing points (id, {name: vector}); acknowledged."""
+
     @abstractmethod
     def _scroll_page(
         self, flt: Any, limit: int, offset: Any, *, payload: bool | list[str], vector: bool

@@ -25,8 +25,9 @@ from typing import Literal
 import qdrant_edge as qe
 
 SPARSE_VECTOR = "bm25"
-# Part of every chunk's content key (app.sync.chunking): changing the tokenisation or the
-# weights below re-indexes everything, as a stored vector from the old scheme is stale.
+# Written with every chunk (its `sparse_format` payload field, app.sync.chunking): changing
+# the tokenisation or the weights below needs a new name, and the next cycle rewrites every
+# stored sparse vector in place (no dense vector is re-embedded: its key is model + text).
 SPARSE_FORMAT = "bm25-v2-title"
 
 RetrievalMode = Literal["hybrid", "dense", "sparse"]

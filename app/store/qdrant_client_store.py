@@ -5,6 +5,10 @@ vectors' lifetime exactly: dropping the collection drops it, an in-memory client
 both, a server keeps both. (A companion collection outlived a dropped products collection,
 and the next cycle resumed over an empty store.) Collection metadata needs Qdrant 1.16+.
 
+A syncer holding the sync lease sends its writes (points, payloads, the checkpoint) through a
+second client whose token is fenced by the lease point (`fence`, app/store/fence.py): the
+server refuses them once another syncer took the lease over. Reads keep the first client.
+
 qdrant-client's local mode has no locking of its own: a search while the sync writes fails
 intermittently (numpy arrays resized under the reader). Every local call is serialised
 here; a server does its own concurrency.
@@ -22,6 +26,7 @@ import json
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, ParamSpec, TypeVar
@@ -35,9 +40,11 @@ from app.store.base import (
     ProductHit,
     StoreDimensionError,
     StoreError,
+    StoreFencedError,
     StoreSchemaError,
 )
 from app.store.core import Branch, Request, StoreCore, stored_hit
+from app.store.fence import fence_token
 from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
 from app.store.qdrant_nodes import QdrantNodes
 
@@ -81,6 +88,8 @@ class QdrantClientStore(StoreCore):
         version scores and copies every point per query (~0.35 s at 5k points), so it
         over-fetches and groups in Python instead (app.store.grouping), like the edge.
     layout: shards, replication and write consistency of the collections it creates.
+    fence_key: the servers' API key, for a fenced writer (`fence`); without a key the
+        server cannot check a fence.
     """
 
     _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
@@ -97,6 +106,7 @@ class QdrantClientStore(StoreCore):
         local: bool,
         native_groups: bool | None = None,
         layout: CollectionLayout | None = None,
+        fence_key: str | None = None,
     ) -> None:
         # RLock for local mode: a scroll or grouped search makes nested calls through `_call`.
         super().__init__(
@@ -109,14 +119,62 @@ class QdrantClientStore(StoreCore):
         self._native_groups = not local if native_groups is None else native_groups
         self._layout = layout or CollectionLayout()
         self._lease_replicas_ready = False
+        self._fence_key = fence_key
+        # Where writes go: the reading nodes until a lease fences them (a client per node).
+        self._fenced: QdrantNodes | None = None
 
     @property
     def _client(self) -> QdrantClient:
         """The client of the node calls go to now."""
         return self._nodes.current
 
+    @property
+    def _writer(self) -> QdrantClient:
+        """The client writes go to now: the fenced one of the current node, once fenced."""
+        return self._fenced.current if self._fenced is not None else self._nodes.current
+
     def _invoke(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        owner = getattr(fn, "__self__", None)
+        if self._fenced is not None and any(owner is c for c in self._fenced.clients):
+            return self._fenced.call(fn, *args, **kwargs)
         return self._nodes.call(fn, *args, **kwargs)
+
+    def fence(self, holder: str, epoch: int) -> bool:
+        """Send later writes under a token the server checks against the lease point (holder
+        and epoch); False (writes unchanged) without an API key to sign it."""
+        urls = [u for u in self._nodes.urls if u and u != ":memory:"]
+        if not urls or self._fence_key is None:
+            return False
+        token = fence_token(
+            self._fence_key, self._collection + _LEASE_SUFFIX, {"holder": holder, "epoch": epoch}
+        )
+        with warnings.catch_warnings():
+            # The reading client already warned about a key over plain HTTP.
+            warnings.filterwarnings("ignore", "Auth token provider is used with an insecure")
+            writers = [
+                self._call(
+                    "fenced client",
+                    QdrantClient,
+                    url=url,
+                    auth_token_provider=lambda: token,
+                    check_compatibility=False,
+                )
+                for url in urls
+            ]
+        if self._fenced is not None:
+            self._fenced.close()
+        self._fenced = QdrantNodes(writers, urls)
+        return True
+
+    def _error(self, message: str, cause: Exception) -> StoreError:
+        if self._fenced is not None and "stateful validation failed" in str(cause):
+            return StoreFencedError(
+                f"{message}: the server refused this syncer's lease token (another syncer "
+                f"took the lease over): {cause}",
+                backend=self._backend,
+                collection=self._collection,
+            )
+        return super()._error(message, cause)
 
     # --- schema -------------------------------------------------------------------
     def ensure_collection(self, dim: int) -> None:
@@ -154,7 +212,7 @@ class QdrantClientStore(StoreCore):
             try:
                 self._call(
                     "create_collection",
-                    client.create_collection,
+                    self._writer.create_collection,
                     name,
                     vectors_config=params,
                     sparse_vectors_config=sparse,
@@ -171,7 +229,7 @@ class QdrantClientStore(StoreCore):
             # Idempotent on the server; also repairs a collection made without indexes.
             self._call(
                 "create_payload_index",
-                client.create_payload_index,
+                self._writer.create_payload_index,
                 name,
                 field_name,
                 field_schema=schema,
@@ -197,10 +255,10 @@ class QdrantClientStore(StoreCore):
     # --- writes ---------------------------------------------------------------------
     def upsert(self, points: Sequence[ChunkPoint]) -> None:
         for batch in self._point_batches(points):
-            self._call("upsert", self._client.upsert, self._collection, batch, wait=True)
+            self._call("upsert", self._writer.upsert, self._collection, batch, wait=True)
 
     def _delete(self, what: str, selector: models.PointsSelector) -> None:
-        self._call(what, self._client.delete, self._collection, points_selector=selector, wait=True)
+        self._call(what, self._writer.delete, self._collection, points_selector=selector, wait=True)
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
@@ -221,8 +279,14 @@ class QdrantClientStore(StoreCore):
         ]
         if ops:
             self._call(
-                "set_payload", self._client.batch_update_points, self._collection, ops, wait=True
+                "set_payload", self._writer.batch_update_points, self._collection, ops, wait=True
             )
+
+    def _update_vectors(self, points: list[tuple[str, dict[str, Any]]]) -> None:
+        vectors = [models.PointVectors(id=i, vector=v) for i, v in points]
+        self._call(
+            "update_vectors", self._writer.update_vectors, self._collection, vectors, wait=True
+        )
 
     def count(self) -> int:
         return int(self._call("count", self._client.count, self._collection, exact=True).count)
@@ -376,13 +440,11 @@ class QdrantClientStore(StoreCore):
         # this never runs ahead of the vectors.
         metadata = {_STATE_KEY: json.dumps(state, sort_keys=True)}
         self._call(
-            "save_state", self._client.update_collection, self._collection, metadata=metadata
+            "save_state", self._writer.update_collection, self._collection, metadata=metadata
         )
 
     # --- sync lease (app/sync/lease.py) ------------------------------------------------
-    def claim_lease(
-        self, holder: str, until: float, now: float, *, release: bool = False
-    ) -> dict[str, Any] | None:
+    def _lease_collection(self) -> str:
         name, client = self._collection + _LEASE_SUFFIX, self._client
         if not self._call("collection_exists", client.collection_exists, name):
             try:
@@ -400,30 +462,46 @@ class QdrantClientStore(StoreCore):
                     raise  # not another claimant creating it first
         if not self._local and not self._lease_replicas_ready:
             self._await_replicas(name)
-        mine = self._match("holder", holder)
-        # The condition is checked by the server against the stored point, in update order:
-        # renew our own lease or take an expired one; a missing point is inserted.
-        condition = (
-            models.Filter(must=[mine])
-            if release
-            else models.Filter(
-                should=[mine, models.FieldCondition(key="until", range=models.Range(lt=now))]
-            )
-        )
-        payload = {"holder": holder, "until": until}
+        return name
+
+    def _epoch_is(self, epoch: int) -> Any:
+        # Epoch 0 is a lease point written before epochs existed (or none at all).
+        if epoch:
+            return self._match("epoch", epoch)
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key="epoch"))
+
+    def _write_lease(
+        self, name: str, payload: dict[str, Any], condition: models.Filter, *, update_only: bool
+    ) -> None:
+        # The condition is checked by the server against the stored point, in update order.
         self._call(
-            "claim_lease",
-            client.upsert,
+            "write_lease",
+            self._client.upsert,
             name,
             [models.PointStruct(id=_LEASE_POINT, vector={}, payload=payload)],
             update_filter=condition,
-            update_mode=models.UpdateMode.UPDATE_ONLY if release else None,
+            update_mode=models.UpdateMode.UPDATE_ONLY if update_only else None,
             # On a cluster the claims to one point go through one replica, the shard's
             # leader. MEDIUM elects another when it dies; STRONG's leader is fixed, and with
             # its node down every claim failed until it returned (docs/scale-out.md).
             ordering=models.WriteOrdering.MEDIUM,
             wait=True,
         )
+
+    def claim_lease(
+        self, holder: str, until: float, now: float, *, epoch: int, seen: int
+    ) -> dict[str, Any] | None:
+        name = self._lease_collection()
+        if epoch == seen:  # a renewal: still ours at our epoch
+            must = [self._match("holder", holder), self._epoch_is(epoch)]
+        else:  # a takeover: expired, and nobody moved the epoch on since it was read
+            must = [
+                models.FieldCondition(key="until", range=models.Range(lt=now)),
+                self._epoch_is(seen),
+            ]
+        # A missing point is inserted whatever the condition (the first claim, epoch 1).
+        payload = {"holder": holder, "until": until, "epoch": epoch}
+        self._write_lease(name, payload, models.Filter(must=must), update_only=False)
         return self.read_lease()
 
     def _await_replicas(self, name: str) -> None:
@@ -442,6 +520,12 @@ class QdrantClientStore(StoreCore):
                 return  # the claim reports what is wrong; the sync loop retries
             time.sleep(0.05)
 
+    def release_lease(self, holder: str, epoch: int) -> None:
+        name = self._lease_collection()
+        mine = models.Filter(must=[self._match("holder", holder), self._epoch_is(epoch)])
+        payload = {"holder": holder, "until": 0.0, "epoch": epoch}
+        self._write_lease(name, payload, mine, update_only=True)
+
     def read_lease(self) -> dict[str, Any] | None:
         name, client = self._collection + _LEASE_SUFFIX, self._client
         if not self._call("collection_exists", client.collection_exists, name):
@@ -454,4 +538,6 @@ class QdrantClientStore(StoreCore):
         return False
 
     def close(self) -> None:
+        if self._fenced is not None:
+            self._call("close", self._fenced.close)
         self._call("close", self._nodes.close)
