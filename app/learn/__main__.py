@@ -3,11 +3,11 @@
 Steps, each logged with progress and an ETA:
 1. read DIR (products.jsonl, queries.jsonl, qrels.tsv), fingerprint it, split its queries
    into --folds folds by a hash of the qid;
-2. score today's service (packaged encoder, the settings' fusion) on every fold;
-3. fine-tune the encoder on the queries of every fold but --holdout-fold and score it on
+2. fine-tune the encoder on the queries of every fold but --holdout-fold and score it on
    that fold (with --report-folds: one fine-tune per fold, each scored on its own fold);
    with --refit, the shipped encoder is then trained again on every query (its held-out
    figures are those of its twin above, same settings, one fold fewer);
+3. score today's service (packaged encoder, the settings' fusion) on every fold;
 4. train the ranker (app.learn.ranker, when installed and not --no-ranker);
 5. write MODEL_DIR (app.learned's layout) with a manifest of all of it; the folder appears
    whole or not at all.
@@ -113,16 +113,17 @@ def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
         judgments.fingerprint[:12],
     )
     base = embedder_for(settings)
-    base_scores = score_queries(
-        judgments, folds.of, base, settings, args.cache_dir, "today's service"
-    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{args.out.name}.", dir=args.out.parent))
     try:
+        # Training first: the baseline's catalog vectors may meanwhile land in the cache.
         encoder_report, learned = (
             ({}, {})
             if args.no_encoder
             else _encoders(args, settings, judgments, folds, base, stage)
+        )
+        base_scores = score_queries(
+            judgments, folds.of, base, settings, args.cache_dir, "today's service"
         )
         encoder_dir = stage / "encoder" if not args.no_encoder else None
         ranker_report = _ranker(args, settings, judgments, folds, encoder_dir, stage)

@@ -98,9 +98,12 @@ def test_the_folder_loads_with_sentence_transformers_and_its_int8_export_agrees(
         texts, normalize_embeddings=True
     )
     exports = sorted(p.name for p in learned.onnx_dir.iterdir())
-    embedder = encoder_embedder(learned.encoder_dir, learned.encoder_id, Settings(_env_file=None))
+    # int8 asked for explicitly: "auto" picks fp32 on a CPU without VNNI/AMX.
+    settings = Settings(_env_file=None, embedding_encoder="onnx-int8")
+    embedder = encoder_embedder(learned.encoder_dir, learned.encoder_id, settings)
     # The service's engine choice found the training's exports: it exported nothing.
     assert sorted(p.name for p in learned.onnx_dir.iterdir()) == exports
+    assert embedder.encoder == "onnx-int8"
     assert embedder.onnx is not None and embedder.onnx.model_path.parent == learned.onnx_dir
     vectors = embedder.embed(texts)
     assert float(np.min(np.sum(vectors * torch_vectors, axis=1))) >= 0.99
