@@ -37,7 +37,7 @@ from app.embedding import Embedder, embedder_for, resolve_model_path
 from app.eval.index import chunker_for
 from app.eval.vector_cache import DEFAULT_CACHE_DIR
 from app.learn.encoder import EncoderSettings, first_chunk_texts, train_encoder
-from app.learn.heldout import Scores, score_queries
+from app.learn.heldout import Scores, score
 from app.learn.judgments import Folds, Judgments, JudgmentsError, load_judgments
 from app.learn.manifest import build_manifest, peak_rss_mb, write_manifest
 from app.learned import encoder_embedder
@@ -59,6 +59,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--refit", action="store_true", help="ship an encoder trained on every query (2x time)"
+    )
+    p.add_argument(
+        "--measure",
+        choices=["catalog", "judged"],
+        default="catalog",
+        help="held-out scores: the whole catalog through the service's retriever (dense and "
+        "fusion), or dense over each query's judged products only (a fraction of the cost)",
     )
     p.add_argument("--no-encoder", action="store_true", help="keep the packaged encoder")
     p.add_argument("--no-ranker", action="store_true", help="train no ranker")
@@ -122,12 +129,13 @@ def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             if args.no_encoder
             else _encoders(args, settings, judgments, folds, base, stage)
         )
-        base_scores = score_queries(
-            judgments, folds.of, base, settings, args.cache_dir, "today's service"
+        base_scores = score(
+            args.measure, judgments, folds.of, base, settings, args.cache_dir, "today's service"
         )
         encoder_dir = stage / "encoder" if not args.no_encoder else None
         ranker_report = _ranker(args, settings, judgments, folds, encoder_dir, stage)
         manifest = build_manifest(
+            measure=args.measure,
             judgments=judgments,
             folds=folds,
             base_model=base.model_id,
@@ -178,8 +186,14 @@ def _encoders(
             train_settings,
         )
         embedder = encoder_embedder(folder, trained.encoder_id, settings)
-        learned[fold] = score_queries(
-            judgments, folds.qids(fold), embedder, settings, args.cache_dir, f"fold {fold}"
+        learned[fold] = score(
+            args.measure,
+            judgments,
+            folds.qids(fold),
+            embedder,
+            settings,
+            args.cache_dir,
+            f"fold {fold}",
         )
         reports[str(fold)] = {**trained.report, "held_out_fold": fold}
         if not keep:

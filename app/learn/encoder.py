@@ -189,7 +189,7 @@ def train_encoder(
         columns = [[e.query for e in batch], [e.positive for e in batch]]
         if batch[0].negative is not None:
             columns.append([e.negative or "" for e in batch])
-        features = [model.tokenize(column) for column in columns]
+        features = [model.preprocess(column) for column in columns]
         value = loss(features, None)
         value.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

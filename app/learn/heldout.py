@@ -1,10 +1,16 @@
-"""Score an encoder's rankings of judged queries, per fold, with app.eval's machinery.
+"""Score an encoder's rankings of judged queries, per fold.
 
-The catalog is indexed the way the sync indexes it (app.eval.index) with the encoder's
-document engine as the service would pick it (int8 ONNX on a VNNI CPU), then every query
-runs through the service's retriever twice: `dense` (the encoder alone) and `service`
-(RETRIEVAL_MODE, by default the relevance fusion with BM25). Condensed nDCG@10 over the
-top 100, threshold 0 (the ranking itself, as DESIGN.md's quality table is measured).
+Two measures (`python -m app.learn --measure`):
+- `catalog` (default), app.eval's machinery: the whole catalog indexed the way the sync
+  indexes it (app.eval.index) with the encoder's document engine as the service would pick
+  it (int8 ONNX on a VNNI CPU), every query through the service's retriever twice: `dense`
+  (the encoder alone) and `service` (RETRIEVAL_MODE, by default the relevance fusion with
+  BM25). Condensed nDCG@10 over the top 100, threshold 0 (the ranking itself, as
+  DESIGN.md's quality table is measured).
+- `judged`, dense only and a fraction of the cost: each query's judged products ranked
+  by their best chunk's cosine. That is the whole catalog's dense ranking condensed (a
+  product's cosine does not depend on the others), without the top-100 cut; only the
+  chunks of judged products are embedded (Home Depot: ~6 per query, not 54,667).
 """
 
 from __future__ import annotations
@@ -15,10 +21,13 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+import numpy as np
 
 from app.core.config import Settings
 from app.embedding import Embedder
-from app.eval.index import build_chunk_index
+from app.eval.index import build_chunk_index, chunker_for
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.vector_cache import CachedEmbedder
 from app.learn.judgments import Folds, Judgments
@@ -28,6 +37,7 @@ from app.sync.progress import Progress
 logger = logging.getLogger(__name__)
 
 MODES = ("dense", "service")
+Measure = Literal["catalog", "judged"]
 DEPTH = 100
 K = 10
 
@@ -62,11 +72,7 @@ def score_queries(
     """
     wanted = set(qids)
     queries = [q for q in judgments.queries if q.qid in wanted]
-    engine = embedder
-    if cache_dir is not None:
-        engine = CachedEmbedder.wrap(embedder, cache_dir)
-        # wrap() builds a plain torch Embedder: keep the ONNX engine the service would run.
-        engine.onnx, engine.encoder = embedder.onnx, embedder.encoder
+    engine = _cached(embedder, cache_dir)
     ranking = settings.model_copy(update={"similarity_threshold": 0.0})
     per_query: dict[str, dict[str, float]] = {mode: {} for mode in MODES}
     with tempfile.TemporaryDirectory(prefix="learn-index-") as folder:
@@ -91,3 +97,69 @@ def score_queries(
         finally:
             store.close()
     return Scores(per_query)
+
+
+def score_judged(
+    judgments: Judgments,
+    qids: Iterable[str],
+    embedder: Embedder,
+    settings: Settings,
+    cache_dir: Path | None,
+    label: str,
+) -> Scores:
+    """Dense only: each query's judged products ranked by their best chunk's cosine."""
+    wanted = set(qids)
+    queries = [q for q in judgments.queries if q.qid in wanted]
+    by_id = {p.id: p for p in judgments.products}
+    pids = sorted({p for q in queries for p in judgments.qrels[q.qid] if p in by_id})
+    chunker = chunker_for(settings, embedder)
+    owners, texts = [], []
+    for pid in pids:
+        for chunk in chunker.chunk(by_id[pid]):
+            owners.append(pid)
+            texts.append(chunk.text)
+    engine = _cached(embedder, cache_dir)
+    progress = Progress(logger, f"{label}: judged products' chunks", len(texts))
+    parts = []
+    try:
+        for start in range(0, len(texts), 1024):
+            parts.append(engine.embed(texts[start : start + 1024]))
+            progress.advance(len(parts[-1]))
+        queries_v = engine.embed([q.query for q in queries])
+    finally:
+        if isinstance(engine, CachedEmbedder):
+            engine.save()
+    chunks_v = np.concatenate(parts) if parts else np.zeros((0, engine.dim), np.float32)
+    rows: dict[int, list[int]] = {}
+    for row, pid in enumerate(owners):
+        rows.setdefault(pid, []).append(row)
+    scores: dict[str, float] = {}
+    for q, vector in zip(queries, queries_v, strict=True):
+        judged = [p for p in judgments.qrels[q.qid] if p in rows]
+        best = {p: float(np.max(chunks_v[rows[p]] @ vector)) for p in judged}
+        ranked = sorted(judged, key=lambda p: (-best[p], p))
+        scores[q.qid] = condensed_ndcg_at_k(ranked, judgments.qrels[q.qid], K)
+    return Scores({"dense": scores})
+
+
+def score(
+    measure: Measure,
+    judgments: Judgments,
+    qids: Iterable[str],
+    embedder: Embedder,
+    settings: Settings,
+    cache_dir: Path | None,
+    label: str,
+) -> Scores:
+    """`score_queries` (measure "catalog") or `score_judged` (measure "judged")."""
+    run = score_queries if measure == "catalog" else score_judged
+    return run(judgments, qids, embedder, settings, cache_dir, label)
+
+
+def _cached(embedder: Embedder, cache_dir: Path | None) -> Embedder:
+    if cache_dir is None:
+        return embedder
+    engine = CachedEmbedder.wrap(embedder, cache_dir)
+    # wrap() builds a plain torch Embedder: keep the ONNX engine the service would run.
+    engine.onnx, engine.encoder = embedder.onnx, embedder.encoder
+    return engine
