@@ -232,13 +232,21 @@ def _ranker(
         return None
     from app.learn import ranker  # type: ignore[attr-defined,unused-ignore]
 
+    # With a fine-tuned encoder only its held-out fold is clean for the ranker too: the
+    # encoder trained on every other fold's queries (with --refit, on all of them).
+    holdout = None if encoder_dir is None else args.holdout_fold
     report: dict[str, Any] = ranker.train_ranker(
-        judgments_dir=judgments.root,
-        encoder_dir=encoder_dir,
-        out_dir=stage / "ranker",
-        folds=folds,
-        seed=args.seed,
-        settings=settings,
+        judgments.root,
+        encoder_dir,
+        stage,
+        folds.k,
+        args.seed,
+        settings,
+        holdout=holdout,
+        cache_dir=args.cache_dir,
+    )
+    report["clean_folds"] = (
+        list(range(folds.k)) if encoder_dir is None else ([] if args.refit else [args.holdout_fold])
     )
     return report
 

@@ -16,6 +16,7 @@ import pytest
 from app.core.config import Settings
 from app.learn.__main__ import main
 from app.learn.encoder import EncoderSettings, examples
+from app.learn.heldout import score_judged, score_queries
 from app.learn.judgments import Folds, fold_of, load_judgments
 from app.learned import encoder_embedder, load_learned_model
 from tests.learn.tiny_judgments import write_tiny_judgments
@@ -54,7 +55,7 @@ def test_the_manifest_records_data_folds_training_and_heldout_scores(
     assert encoder["settings"]["seed"] == EncoderSettings().seed
     # Fold 0 is scored for today's service and the fine-tune; the others for the service only.
     rows = manifest["heldout"]["folds"]
-    assert [sorted(r) for r in rows][0] == ["base", "fold", "learned_encoder", "queries"]
+    assert sorted(rows[0]) == ["base", "fold", "learned_encoder", "queries"]
     assert all("learned_encoder" not in r for r in rows[1:])
     assert manifest["heldout"]["summary"]["folds"] == [0]
     assert manifest["run"]["peak_rss_mb"] > 0
@@ -117,3 +118,19 @@ def test_the_same_seed_gives_the_same_model_and_scores(
     assert again["heldout"] == first["heldout"]
     assert again["encoder"]["id"] == first["encoder"]["id"]
     assert again["encoder"]["loss_first"] == first["encoder"]["loss_first"]
+
+
+def test_both_measures_agree_on_dense_when_the_top_100_holds_the_catalog(
+    trained: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    from app.embedding import embedder_for
+
+    _, judgments, _ = trained
+    judged = load_judgments(judgments)
+    settings = Settings(_env_file=None)
+    embedder = embedder_for(settings)
+    qids = [q.qid for q in judged.queries]
+    catalog = score_queries(judged, qids, embedder, settings, None, "catalog")
+    only_judged = score_judged(judged, qids, embedder, settings, None, "judged")
+    assert only_judged.per_query["dense"] == pytest.approx(catalog.per_query["dense"])
+    assert set(catalog.per_query) == {"dense", "service"}
