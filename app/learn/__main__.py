@@ -83,6 +83,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-hard-negatives", action="store_true", help="in-batch negatives only")
     p.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch threads while training (0: torch's default; 1 on a crowded machine, where "
+        "two threads wait for each other at every op)",
+    )
+    p.add_argument(
         "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="dense vectors of the catalog"
     )
     args = p.parse_args(argv)
@@ -109,6 +116,10 @@ def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     """Train into a staging folder beside --out, then put it in place; returns the manifest."""
     started = time.monotonic()
     load_start = os.getloadavg()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     judgments = load_judgments(args.judgments)
     folds = Folds.split(judgments.queries, args.folds)
     logger.info(
@@ -129,8 +140,15 @@ def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             if args.no_encoder
             else _encoders(args, settings, judgments, folds, base, stage)
         )
+        # The catalog measure scores every fold (the index is built anyway); the judged one
+        # embeds each scored query's products, so only the folds the fine-tune was scored on.
+        scored = (
+            folds.of
+            if args.measure == "catalog" or not learned
+            else ({q for f in learned for q in folds.qids(f)})
+        )
         base_scores = score(
-            args.measure, judgments, folds.of, base, settings, args.cache_dir, "today's service"
+            args.measure, judgments, scored, base, settings, args.cache_dir, "today's service"
         )
         encoder_dir = stage / "encoder" if not args.no_encoder else None
         ranker_report = _ranker(args, settings, judgments, folds, encoder_dir, stage)
@@ -149,6 +167,7 @@ def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
                 "load_at_start": [round(x, 2) for x in load_start],
                 "load_at_end": [round(x, 2) for x in os.getloadavg()],
                 "cores": os.cpu_count(),
+                "torch_threads": args.threads or "default",
                 "finished": datetime.now(UTC).isoformat(timespec="seconds"),
             },
         )

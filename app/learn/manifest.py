@@ -52,11 +52,9 @@ def heldout_section(
     """Per fold: today's service and (where measured) the fine-tuned encoder; a summary."""
     rows = []
     for fold in range(folds.k):
-        row: dict[str, Any] = {
-            "fold": fold,
-            "queries": len(folds.qids(fold)),
-            "base": base.fold_means(folds, fold),
-        }
+        row: dict[str, Any] = {"fold": fold, "queries": len(folds.qids(fold))}
+        if means := base.fold_means(folds, fold):
+            row["base"] = means
         if fold in learned:
             row["learned_encoder"] = learned[fold].fold_means(folds, fold)
         rows.append(row)
