@@ -110,7 +110,7 @@ def examples(
 def batches(items: list[Example], size: int, rng: random.Random) -> list[list[Example]]:
     """Shuffled batches in which no query or product text appears twice (a second copy
     would be scored as a negative of its own query), triplets and pairs kept apart (the
-    loss takes one shape per batch)."""
+    loss takes one shape per batch), none under a quarter of `size`."""
     out: list[list[Example]] = []
     for group in (
         [e for e in items if e.negative is not None],
@@ -131,6 +131,9 @@ def batches(items: list[Example], size: int, rng: random.Random) -> list[list[Ex
                     deferred.append(e)
             out.append(batch)
             pending = deferred
+    # A query with many more positives than the rest ends as a tail of one-query batches
+    # (CrowdFlower: ~23 per query, up to 60): no in-batch negatives, a loss of ~0. Dropped.
+    out = [b for b in out if len(b) >= max(2, size // 4)]
     rng.shuffle(out)
     return out
 
@@ -173,11 +176,13 @@ def train_encoder(
         optimizer, int(settings.warmup_share * len(plan)), len(plan)
     )
     triplets = sum(1 for e in items if e.negative is not None)
+    used = sum(len(b) for b in plan)
     logger.info(
-        "encoder: %d pairs (%d with a hard negative) from %d queries, %d steps of <= %d",
+        "encoder: %d pairs (%d with a hard negative) from %d queries; %d in %d steps of <= %d",
         len(items),
         triplets,
         len(train_qids),
+        used,
         len(plan),
         settings.batch_size,
     )
@@ -212,6 +217,7 @@ def train_encoder(
         "settings": asdict(settings),
         "pairs": len(items),
         "pairs_with_hard_negative": triplets,
+        "pairs_trained": used,
         "training_queries": len(train_qids),
         "steps": len(plan),
         "train_seconds": round(seconds, 1),
