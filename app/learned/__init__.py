@@ -5,11 +5,15 @@ Layout (every part but the manifest optional; `LEARNED_MODEL` names the folder):
     MODEL_DIR/manifest.json   what was trained, from what data, and how it scored held out
     MODEL_DIR/encoder/        a sentence-transformers folder (the fine-tuned bi-encoder),
                               with its tokenizer and ONNX exports beside the weights
+MODEL_DIR/encoder/onnx/   its fp32 and int8 exports, named as app.embedding.choice names
+                              them for `encoder_id` (so loading them exports nothing)
     MODEL_DIR/ranker/         the learned ranker: model.txt (LightGBM), features.json (the
                               feature names in order), calibration.json (score -> P(relevant))
 
 `model_id` names the whole folder's content (the manifest's fingerprint): an index built
-with one learned encoder is never read with another's query vectors.
+with one learned encoder is never read with another's query vectors. `encoder_id` names the
+encoder's weights alone (manifest "encoder"."id"): the vector space, and the key of its
+ONNX exports.
 """
 
 from __future__ import annotations
@@ -18,12 +22,17 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core.errors import TerminalError
 
+if TYPE_CHECKING:
+    from app.core.config import Settings
+    from app.embedding.model import Embedder
+
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
+ONNX_DIR = "onnx"
 
 
 class LearnedModelError(TerminalError):
@@ -55,10 +64,57 @@ class LearnedModel:
         return path if (path / "config.json").is_file() else None
 
     @property
+    def encoder_id(self) -> str:
+        """The fine-tuned encoder's vector space (a hash of its weights), or `model_id` for
+        a manifest that does not name one."""
+        encoder = self.manifest.get("encoder")
+        found = encoder.get("id") if isinstance(encoder, dict) else None
+        return str(found) if found else self.model_id
+
+    @property
+    def onnx_dir(self) -> Path:
+        """Where the encoder's ONNX exports are: pass as the export cache (choose_encoder's
+        `cache_dir`) with `encoder_id` as the model id."""
+        return self.root / "encoder" / ONNX_DIR
+
+    @property
     def ranker_dir(self) -> Path | None:
         """The learned ranker's folder, or None (the service's fixed fusion)."""
         path = self.root / "ranker"
         return path if (path / "model.txt").is_file() else None
+
+
+def learned_embedder(model: LearnedModel, settings: Settings) -> Embedder | None:
+    """The folder's fine-tuned encoder (`encoder_embedder`), or None: no fine-tuned encoder
+    in the folder, the packaged model serves."""
+    if model.encoder_dir is None:
+        return None
+    return encoder_embedder(model.encoder_dir, model.encoder_id, settings)
+
+
+def encoder_embedder(encoder_dir: Path, encoder_id: str, settings: Settings) -> Embedder:
+    """A fine-tuned encoder with the document engine EMBEDDING_* choose; its ONNX exports
+    are read from `encoder_dir/onnx`, where training put them: nothing is exported at start."""
+    from sentence_transformers import SentenceTransformer
+
+    from app.embedding.choice import choose_encoder
+    from app.embedding.model import Embedder
+
+    device = settings.embedding_device
+    embedder = Embedder(
+        SentenceTransformer(str(encoder_dir), device=device),
+        encoder_id,
+        settings.embedding_batch_size,
+        encoder=f"torch-{device}",
+    )
+    return choose_encoder(
+        embedder,
+        settings.embedding_encoder,
+        device,
+        str(encoder_dir / ONNX_DIR),
+        settings.embedding_threads,
+        settings.embedding_intra_op_threads,
+    )
 
 
 def load_learned_model(path: str | Path) -> LearnedModel:
