@@ -101,20 +101,18 @@ def encoder_embedder(encoder_dir: Path, encoder_id: str, settings: Settings) -> 
     from app.embedding.model import Embedder
 
     device = settings.embedding_device
-    embedder = Embedder(
-        SentenceTransformer(str(encoder_dir), device=device),
+    model = SentenceTransformer(str(encoder_dir), device=device)
+    pick = choose_encoder(
+        model,
         encoder_id,
-        settings.embedding_batch_size,
-        encoder=f"torch-{device}",
-    )
-    return choose_encoder(
-        embedder,
         settings.embedding_encoder,
         device,
         str(encoder_dir / ONNX_DIR),
         settings.embedding_threads,
         settings.embedding_intra_op_threads,
+        settings.embedding_batch_size,
     )
+    return Embedder(model, pick.model_id, settings.embedding_batch_size, pick.onnx, pick.name)
 
 
 def load_learned_model(path: str | Path) -> LearnedModel:
