@@ -113,6 +113,11 @@ class Settings(BaseSettings):
     feedback_products: int = Field(5, ge=1, le=50)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
+    # With a learned ranker (LEARNED_MODEL): how many fused candidates it re-orders per
+    # search (or the page, if larger), and the calibrated P(relevant) below which a product
+    # is not shown as a match (it replaces RELEVANCE_MARGIN then).
+    ranker_candidates: int = Field(30, ge=1, le=200)
+    ranker_min_probability: float = Field(0.3, ge=0, le=1)
     rrf_k: int = Field(60, ge=1, le=1000)
     fusion_dense_weight: float = Field(1.0, gt=0, le=100)
     fusion_sparse_weight: float = Field(1.0, gt=0, le=100)
