@@ -141,15 +141,18 @@ def _print_recommend(report: RecommendReport, ranker: Ranker | None, settings: S
         if ranker is not None
         else f"margin {settings.relevance_margin}"
     )
-    print(
-        f"condensed nDCG@{report.k} recommend {report.mean:.4f}   ({report.seconds:.1f}s)"
-    )
+    print(f"condensed nDCG@{report.k} recommend {report.mean:.4f}   ({report.seconds:.1f}s)")
     c = report.cut
     print(
         f"cut ({cut}) on the top {report.k}: judged-relevant removed {c.relevant_removed}/"
         f"{c.relevant} ({c.relevant_share:.1%}), judged-irrelevant removed "
         f"{c.irrelevant_removed}/{c.irrelevant} ({c.irrelevant_share:.1%})"
     )
+    for t, e in report.grid.items():
+        print(
+            f"  at P(relevant) < {t:.2f}: relevant removed {e.relevant_share:.1%}, "
+            f"irrelevant removed {e.irrelevant_share:.1%}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,17 +53,33 @@ class CutEffect:
         return self.irrelevant_removed / self.irrelevant if self.irrelevant else 0.0
 
 
+# With a ranker, the cut at these RANKER_MIN_PROBABILITY values too (read off the uncut
+# list's probabilities: no extra searches), to choose the setting.
+PROBABILITY_GRID = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+
+
 @dataclass
 class RecommendReport:
     k: int
     depth: int
     per_query: dict[str, float] = field(default_factory=dict)
     cut: CutEffect = field(default_factory=CutEffect)
+    # min probability -> the cut's effect there (with a ranker only)
+    grid: dict[float, CutEffect] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
     def mean(self) -> float:
         return statistics.fmean(self.per_query.values()) if self.per_query else 0.0
+
+
+def _count(effect: CutEffect, relevant: bool, removed: bool) -> None:
+    if relevant:
+        effect.relevant += 1
+        effect.relevant_removed += removed
+    else:
+        effect.irrelevant += 1
+        effect.irrelevant_removed += removed
 
 
 def evaluate_recommend(
@@ -93,12 +109,10 @@ def evaluate_recommend(
             grade = grades.get(p.id)
             if grade is None:
                 continue
-            if grade >= relevant:
-                report.cut.relevant += 1
-                report.cut.relevant_removed += p.id not in kept
-            else:
-                report.cut.irrelevant += 1
-                report.cut.irrelevant_removed += p.id not in kept
+            _count(report.cut, grade >= relevant, p.id not in kept)
+            if retriever.ranks_by_probability:
+                for t in PROBABILITY_GRID:
+                    _count(report.grid.setdefault(t, CutEffect()), grade >= relevant, p.score < t)
         if n % 500 == 0:
             logger.info("eval recommend: %d/%d queries", n, len(judged))
     report.seconds = time.perf_counter() - started
