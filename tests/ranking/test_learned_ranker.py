@@ -51,7 +51,9 @@ def _write_judged_set(root: Path) -> dict[str, dict[int, float]]:
     sets do), so the ranker learns that price only counts on topic."""
     rng = random.Random(7)
     root.mkdir(parents=True, exist_ok=True)
-    products, queries, qrels = [], [], {}
+    products: list[dict[str, object]] = []
+    queries: list[dict[str, str]] = []
+    qrels: dict[str, dict[int, float]] = {}
     pid = 0
     for t, topic in enumerate(TOPICS):
         cheap = set(rng.sample(VARIANTS, 3))
@@ -63,7 +65,7 @@ def _write_judged_set(root: Path) -> dict[str, dict[int, float]]:
             name = f"{variant.title()} {topic} by Northwind"
             products.append({"id": pid, "name": name, "price": round(price, 2)})
             qrels.setdefault(qid, {})[pid] = 2.0 if variant in cheap else 0.0
-    ids = [p["id"] for p in products]
+    ids = list(range(1, pid + 1))
     for t in range(len(TOPICS)):
         on_topic = range(6 * t + 1, 6 * t + 7)
         for other in rng.sample([i for i in ids if i not in on_topic], 3):
@@ -190,9 +192,7 @@ def test_the_cut_drops_what_the_ranker_finds_improbable(
     assert dropped_dear >= 0.9 * dear and kept_cheap >= 0.9 * cheap
 
 
-def test_without_a_ranker_the_ranking_is_the_fused_one(
-    store: VectorStore, embedder: Any
-) -> None:
+def test_without_a_ranker_the_ranking_is_the_fused_one(store: VectorStore, embedder: Any) -> None:
     """No LEARNED_MODEL: `retrieve` is the store's fused search as it was, score for score,
     and the fusion's formula is unchanged (cosine + 0.4 x BM25 / the best BM25)."""
     settings = Settings(similarity_threshold=0.0)
