@@ -102,6 +102,7 @@ class QueryRows:
     features: npt.NDArray[np.float64]
     grades: npt.NDArray[np.float64]
     product_ids: list[int]
+    judged: dict[int, float]  # every judgment of the query (the nDCG's ideal)
 
 
 def collect(
@@ -130,6 +131,7 @@ def collect(
                 matrix[keep],
                 np.array([judged[hits[i].product_id] for i in keep], dtype=np.float64),
                 [hits[i].product_id for i in keep],
+                judged,
             )
         )
         progress.advance(1)
@@ -160,9 +162,10 @@ def train_booster(rows: Sequence[QueryRows], grade_levels: list[float], seed: in
     return lgb.train(params, data, num_boost_round=ROUNDS)
 
 
-def _ndcg(order: Sequence[int], ids: list[int], grades: npt.NDArray[np.float64]) -> float:
-    judged = dict(zip(ids, grades.tolist(), strict=True))
-    return condensed_ndcg_at_k([ids[i] for i in order], judged, K)
+def _ndcg(order: Sequence[int], rows: QueryRows) -> float:
+    """Condensed nDCG@K of the query's judged candidates in `order`, against every
+    judgment (a judged product the retrieval missed counts, as in app.eval)."""
+    return condensed_ndcg_at_k([rows.product_ids[i] for i in order], rows.judged, K)
 
 
 def cut_effect(
@@ -237,8 +240,8 @@ def fit(
                 else np.zeros(0)
             )
             scores[r.qid] = s
-            fusion.append(_ndcg(range(len(r.grades)), r.product_ids, r.grades))
-            ranker.append(_ndcg(np.argsort(-s, kind="stable").tolist(), r.product_ids, r.grades))
+            fusion.append(_ndcg(range(len(r.grades)), r))
+            ranker.append(_ndcg(np.argsort(-s, kind="stable").tolist(), r))
         per_fold.append(
             {
                 "fold": f,
