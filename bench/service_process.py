@@ -91,8 +91,10 @@ class ServiceProcess(_ManagedProcess):
         startup_s: float = 300,
         qdrant_url: str | None = None,
         collection: str | None = None,
+        learned_model: str = "",
     ):
-        """With `qdrant_url`, the store is that server's `collection`, not the shard."""
+        """With `qdrant_url`, the store is that server's `collection`, not the shard;
+        `learned_model` is LEARNED_MODEL (e.g. a ranker), none by default."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.mode = mode
@@ -107,6 +109,7 @@ class ServiceProcess(_ManagedProcess):
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
+            "LEARNED_MODEL": learned_model,
         }
         env.pop("QDRANT_URL", None)
         if qdrant_url:

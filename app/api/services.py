@@ -21,6 +21,7 @@ from app.llm import Generator, OpenAIGenerator, build_generator
 from app.llm.metrics import LLMStateCollector
 from app.metrics import sync_registry
 from app.query import QueryUnderstanding, build_query_understanding
+from app.ranking import ranker_for
 from app.retrieval import Retriever
 from app.retrieval.retriever import QueryEncoder
 from app.store import VectorStore, open_store
@@ -75,11 +76,13 @@ def build_services(settings: Settings) -> Services:
 
     Raises:
         StoreError: the store cannot be opened (locked by another process, wrong dimension).
+        LearnedModelError: LEARNED_MODEL names a ranker that cannot be loaded.
     """
     store = open_store(settings)
     try:
         embedder = embedder_for(settings)
         engine = SyncEngine(settings, store, embedder)
+        ranker = ranker_for(settings.learned_model)
     except BaseException:
         store.close()
         raise
@@ -98,7 +101,7 @@ def build_services(settings: Settings) -> Services:
         store=store,
         embedder=embedder,
         engine=engine,
-        retriever=Retriever(_query_encoder(settings, embedder), store, settings),
+        retriever=Retriever(_query_encoder(settings, embedder), store, settings, ranker=ranker),
         understanding=build_query_understanding(settings, store),
         generator=generator,
         runner=runner,

@@ -128,6 +128,11 @@ class Settings(BaseSettings):
     popularity_weight: float = Field(0.03, ge=0, le=0.2)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
+    # With a learned ranker (LEARNED_MODEL): how many fused candidates it re-orders per
+    # search (or the page, if larger), and the calibrated P(relevant) below which a product
+    # is not shown as a match (it replaces RELEVANCE_MARGIN then).
+    ranker_candidates: int = Field(30, ge=1, le=200)
+    ranker_min_probability: float = Field(0.3, ge=0, le=1)
     # Query embeddings + searches run at once (CPU work); past RETRIEVAL_MAX_WAITING more
     # waiting for a slot, requests get a 503 with Retry-After at once.
     retrieval_concurrency: int = Field(4, ge=1, le=256)

@@ -19,7 +19,6 @@ figure is from an encoder that never trained on that fold.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import os
@@ -34,13 +33,13 @@ from typing import Any
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.embedding import Embedder, embedder_for, resolve_model_path
+from app.embedding.learned import encoder_embedder
 from app.eval.index import chunker_for
 from app.eval.vector_cache import DEFAULT_CACHE_DIR
 from app.learn.encoder import EncoderSettings, first_chunk_texts, train_encoder
 from app.learn.heldout import Scores, score
 from app.learn.judgments import Folds, Judgments, JudgmentsError, load_judgments
 from app.learn.manifest import build_manifest, peak_rss_mb, write_manifest
-from app.learned import encoder_embedder
 
 logger = logging.getLogger(__name__)
 
@@ -243,18 +242,15 @@ def _ranker(
     encoder_dir: Path | None,
     stage: Path,
 ) -> dict[str, Any] | None:
-    """The ranker's manifest section, or None (--no-ranker, or app.learn.ranker absent)."""
+    """The ranker's manifest section, or None (--no-ranker: an encoder-only model)."""
     if args.no_ranker:
         return None
-    if importlib.util.find_spec("app.learn.ranker") is None:
-        logger.info("ranker: app.learn.ranker not installed; encoder-only model")
-        return None
-    from app.learn import ranker  # type: ignore[attr-defined,unused-ignore]
+    from app.learn.ranker import train_ranker
 
     # With a fine-tuned encoder only its held-out fold is clean for the ranker too: the
     # encoder trained on every other fold's queries (with --refit, on all of them).
     holdout = None if encoder_dir is None else args.holdout_fold
-    report: dict[str, Any] = ranker.train_ranker(
+    report: dict[str, Any] = train_ranker(
         judgments.root,
         encoder_dir,
         stage,

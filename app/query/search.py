@@ -4,7 +4,8 @@ relevant products outside it follow, labelled as such.
 
 Sits in front of the Retriever (search text + SearchFilter in); it never changes how the
 Retriever ranks. A conversation turn that points at a shown product searches by it
-(`search_turn`).
+(`search_turn`). With a learned ranker the cut reads its calibrated probability instead of
+the distance from the best match.
 """
 
 from __future__ import annotations
@@ -78,6 +79,19 @@ def by_popularity(products: Sequence[RetrievedProduct]) -> list[RetrievedProduct
     return sorted(near, key=lambda p: (p.popularity, p.score), reverse=True) + rest
 
 
+def relevance_cut(
+    retriever: Retriever, products: Sequence[RetrievedProduct], best: float, margin: float
+) -> list[RetrievedProduct]:
+    """The products that are matches. With a learned ranker, those whose calibrated
+    P(relevant) is at least RANKER_MIN_PROBABILITY (a margin of math.inf switches the cut
+    off); without one, those within `margin` of `best`."""
+    if retriever.ranks_by_probability:
+        if math.isinf(margin):
+            return list(products)
+        return [p for p in products if p.score >= retriever.min_probability]
+    return within_margin(products, best, margin)
+
+
 def nudge_by_cost(
     products: Sequence[RetrievedProduct], cost: Callable[[RetrievedProduct], float | None]
 ) -> list[RetrievedProduct]:
@@ -124,11 +138,13 @@ def constrained_retrieve(
     """Up to `top_k` products for `text` under `plan` (blocking: call off the event loop).
 
     Products scoring more than `margin` (default: the retriever's RELEVANCE_MARGIN) below
-    the best match are not matches. When fewer than `top_k` fit a hard price bound, the
-    closest relevant products outside it come in `closest_outside` (all of them the
-    products, `nearest`, when none fits), flagged `outside_filters`; the best of those
-    also raises the bar for the matches, so a cheap unrelated product does not pass as a
-    match only because nothing relevant is that cheap.
+    the best match are not matches; with a learned ranker, those whose probability of
+    relevance is below RANKER_MIN_PROBABILITY (`relevance_cut`; math.inf: no cut). When
+    fewer than `top_k` fit a hard price bound, the closest relevant products outside it
+    come in `closest_outside` (all of them the products, `nearest`, when none fits),
+    flagged `outside_filters`; the best of those also raises the bar for the matches, so
+    a cheap unrelated product does not pass as a match only because nothing relevant is
+    that cheap.
 
     Raises:
         StoreError: the vector store failed.
@@ -143,7 +159,9 @@ def constrained_retrieve(
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     found = retriever.retrieve(query, wanted, plan.search_filter, mode=mode)
     best = max((p.score for p in found), default=-math.inf)
-    matches = with_popularity_prior(within_margin(found, best, cut), retriever.popularity_weight)
+    matches = with_popularity_prior(
+        relevance_cut(retriever, found, best, cut), retriever.popularity_weight
+    )
     if plan.prefer_popular:
         matches = by_popularity(matches)
     if plan.prefer_low_price:
@@ -158,10 +176,12 @@ def constrained_retrieve(
     unbounded = replace(flt, min_price=None, max_price=None)
     relaxed = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, unbounded, mode=mode)
     best = max([best, *(p.score for p in relaxed)])
-    matches = within_margin(matches, best, cut)
+    matches = relevance_cut(retriever, matches, best, cut)
     inside = {p.id for p in matches}
     outside = [
-        p for p in within_margin(relaxed, best, cut) if p.id not in inside and not fits(p, flt)
+        p
+        for p in relevance_cut(retriever, relaxed, best, cut)
+        if p.id not in inside and not fits(p, flt)
     ]
     closest = nudge_by_cost(outside, log_outside(flt))[: top_k - len(matches)]
     offered = [replace(p, outside_filters=True) for p in closest]

@@ -103,12 +103,32 @@ class StoredChunkHit:
 
 
 @dataclass(frozen=True, slots=True)
+class BranchSignals:
+    """What each branch of a relevance-fused search said about one product: the inputs a
+    learned ranker reads (app.ranking.features), the same at training and at serving.
+
+    `dense_rank` / `lexical_rank` are 1-based places in that branch's own product list;
+    None when the branch did not find the product (its cosine is then read apart, and its
+    BM25 is 0).
+    """
+
+    cosine: float
+    bm25: float
+    bm25_share: float
+    dense_rank: int | None
+    lexical_rank: int | None
+    fused: float
+
+
+@dataclass(frozen=True, slots=True)
 class ProductHit:
-    """One distinct product from a grouped search; `chunks` are best first."""
+    """One distinct product from a grouped search; `chunks` are best first. `signals`:
+    per-branch scores, set by relevance fusion only."""
 
     product_id: int
     score: float
     chunks: list[StoredChunkHit] = field(default_factory=list)
+    signals: BranchSignals | None = None
 
 
 @dataclass(frozen=True, slots=True)

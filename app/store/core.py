@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, ParamSpec, TypeVar
 
 import numpy as np
@@ -337,6 +337,7 @@ class StoreCore(ABC):
                 chunks_per_product=chunks_per_product,
             )
         seen = {h.product_id for h in by_cosine}
+        dense_found = len(by_cosine)
         missing = [h for h in by_words if h.product_id not in seen]
         if missing:
             # One request holding every chunk of those products: each one's best is exact.
@@ -347,7 +348,9 @@ class StoreCore(ABC):
             by_cosine += group_hits(
                 map(stored_hit, points), limit=len(ids), chunks_per_product=chunks_per_product
             )
-        best = fuse_products(by_cosine, by_words, spec.lexical_weight)[:limit]
+        best = fuse_products(by_cosine, by_words, spec.lexical_weight, dense_found=dense_found)[
+            :limit
+        ]
         return self._with_text(best, cosine, flt, chunks_per_product)
 
     def _with_text(
@@ -369,7 +372,7 @@ class StoreCore(ABC):
                 map(stored_hit, points), limit=len(ids), chunks_per_product=per_product
             )
         }
-        return [ProductHit(h.product_id, h.score, whole.get(h.product_id, h.chunks)) for h in hits]
+        return [replace(h, chunks=whole.get(h.product_id, h.chunks)) for h in hits]
 
     def similar_products(
         self,

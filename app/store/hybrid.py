@@ -120,6 +120,12 @@ def document_sparse(text: str, title: str | None = None) -> SparseVec:
     return SparseVec(list(weights), list(weights.values()))
 
 
+def document_terms(text: str) -> list[int]:
+    """The term ids a document text is indexed under (the query side's ids for the same
+    words): which of a query's terms a field holds."""
+    return list(_bm25().embed_document(normalize_text(text)).indices)
+
+
 def query_sparse(text: str) -> SparseVec:
     """The query's terms, weight 1 each (the engine's IDF does the weighting)."""
     v = _bm25().embed_query(normalize_text(text))
