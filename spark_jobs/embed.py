@@ -34,7 +34,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from app.core.catalog import COLUMN_NAMES
 from app.core.config import Settings, default_vectors_path, get_settings
 from app.embedding import load_embedder
 from app.embedding.choice import EncoderChoice
@@ -53,6 +52,7 @@ from spark_jobs.table import (
     materialize,
     normalize_table_path,
     parse_hoodie_conf,
+    product_columns,
     read_snapshot,
     read_table_properties,
     require_table,
@@ -197,7 +197,7 @@ def _read(spark: SparkSession, table_path: str, begin: str | None, end: str | No
     )
     if end is not None:
         reader = reader.option("hoodie.datasource.read.end.instanttime", end)
-    return reader.load(table_path).select(*COLUMN_NAMES)
+    return product_columns(reader.load(table_path))
 
 
 def _drop_dead(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.core.catalog import COLUMN_NAMES, PRECOMBINE_FIELD, RECORD_KEY
+from app.core.catalog import PRECOMBINE_FIELD, RECORD_KEY
 from spark_jobs.errors import JobError, TableNotFoundError
 
 if TYPE_CHECKING:
@@ -109,11 +109,23 @@ def read_snapshot(spark: SparkSession, table_path: str) -> DataFrame:
     1.1.1 on Spark 3.5: `CachedRDDBuilder` lock held by AQE, the broadcast thread in
     `CacheManager.uncacheQuery`).
     """
-    return (
-        spark.read.format("hudi")
-        .option("hoodie.enable.data.skipping", "false")
-        .load(table_path)
-        .select(*COLUMN_NAMES)
+    return product_columns(
+        spark.read.format("hudi").option("hoodie.enable.data.skipping", "false").load(table_path)
+    )
+
+
+def product_columns(df: DataFrame) -> DataFrame:
+    """`df`'s product columns in table order; a column the table predates (the shop's
+    signals, added later) reads as null, as hudi-rs reads it for the sync."""
+    from pyspark.sql import functions as F
+
+    from app.core.catalog import spark_schema
+
+    return df.select(
+        *(
+            F.col(f.name) if f.name in df.columns else F.lit(None).cast(f.dataType).alias(f.name)
+            for f in spark_schema().fields
+        )
     )
 
 

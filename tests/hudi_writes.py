@@ -70,7 +70,9 @@ def datasource_delete(spark: Any, path: str, pid: int) -> None:
     props = require_table(spark, path)
     doomed = spark.read.format("hudi").load(path).where(F.col("id") == pid)
     opts = {**write_options(props, "delete"), **AGED}
-    doomed.select(*COLUMN_NAMES).write.format("hudi").options(**opts).mode("append").save(path)
+    doomed.select(*(c for c in COLUMN_NAMES if c in doomed.columns)).write.format("hudi").options(
+        **opts
+    ).mode("append").save(path)
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from app.core.catalog import COLUMN_NAMES
 from spark_jobs import delete_products, upsert_products
 from spark_jobs.create_table import create_table
 from spark_jobs.delete_products import delete_ids
-from spark_jobs.table import TableType
+from spark_jobs.table import TableType, product_columns
 from spark_jobs.upsert_products import upsert_files, upsert_rows
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def hudi_rs_incremental(path: Path, start: str, end: str) -> list[dict[str, Any]
 
 
 def spark_snapshot(spark: SparkSession, path: Path) -> list[dict[str, Any]]:
-    df = spark.read.format("hudi").load(str(path)).select(*COLUMN_NAMES)
+    df = product_columns(spark.read.format("hudi").load(str(path)))
     return sorted((r.asDict() for r in df.collect()), key=lambda r: r["id"])
 
 
