@@ -22,13 +22,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.core.errors import TerminalError
-
-if TYPE_CHECKING:
-    from app.core.config import Settings
-    from app.embedding.model import Embedder
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -82,37 +78,6 @@ class LearnedModel:
         """The learned ranker's folder, or None (the service's fixed fusion)."""
         path = self.root / "ranker"
         return path if (path / "model.txt").is_file() else None
-
-
-def learned_embedder(model: LearnedModel, settings: Settings) -> Embedder | None:
-    """The folder's fine-tuned encoder (`encoder_embedder`), or None: no fine-tuned encoder
-    in the folder, the packaged model serves."""
-    if model.encoder_dir is None:
-        return None
-    return encoder_embedder(model.encoder_dir, model.encoder_id, settings)
-
-
-def encoder_embedder(encoder_dir: Path, encoder_id: str, settings: Settings) -> Embedder:
-    """A fine-tuned encoder with the document engine EMBEDDING_* choose; its ONNX exports
-    are read from `encoder_dir/onnx`, where training put them: nothing is exported at start."""
-    from sentence_transformers import SentenceTransformer
-
-    from app.embedding.choice import choose_encoder
-    from app.embedding.model import Embedder
-
-    device = settings.embedding_device
-    model = SentenceTransformer(str(encoder_dir), device=device)
-    pick = choose_encoder(
-        model,
-        encoder_id,
-        settings.embedding_encoder,
-        device,
-        str(encoder_dir / ONNX_DIR),
-        settings.embedding_threads,
-        settings.embedding_intra_op_threads,
-        settings.embedding_batch_size,
-    )
-    return Embedder(model, pick.model_id, settings.embedding_batch_size, pick.onnx, pick.name)
 
 
 def load_learned_model(path: str | Path) -> LearnedModel:

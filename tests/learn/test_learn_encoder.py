@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from app.core.config import Settings
+from app.embedding.learned import encoder_embedder
 from app.learn.__main__ import main
 from app.learn.encoder import EncoderSettings, examples
 from app.learn.heldout import score_judged, score_queries
 from app.learn.judgments import Folds, fold_of, load_judgments
-from app.learned import encoder_embedder, load_learned_model
+from app.learned import load_learned_model
 from tests.learn.tiny_judgments import write_tiny_judgments
 
 FOLDS = 4
