@@ -225,7 +225,7 @@ def test_events_exactly_once_into_the_lakehouse_and_back_as_signals(
     checkpoint = tmp_path / "ingest-checkpoint"
     first = run_ingest_events(spark, str(events_dir), str(interactions), str(checkpoint))
     second = run_ingest_events(spark, str(events_dir), str(interactions), str(checkpoint))
-    assert first.batches >= 1 and first.files >= 3
+    assert first.batches >= 1 and first.files >= 2  # a's closed orphan, b's segments
     assert (second.batches, second.files, second.events) == (0, 0, 0)
 
     rows = read_interactions(interactions)
