@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+SIGNAL_DIGITS = 6
 _EVENT_COLUMNS = {"click": "clicks", "add_to_cart": "add_to_carts", "purchase": "purchases"}
 
 
@@ -98,7 +99,12 @@ def updated_rows(products: DataFrame, signals: DataFrame) -> DataFrame:
     joined = stored.join(signals, RECORD_KEY, "left")  # inner on the table: no resurrection
     had = reduce(lambda a, b: a | b, (F.col(f"old_{c}").isNotNull() for c in SIGNAL_COLUMNS))
     has = F.col("impressions").isNotNull()
-    new = {c: F.when(has, F.col(c)).otherwise(F.lit(0.0)).cast("double") for c in SIGNAL_COLUMNS}
+    # Rounded: a value of few digits reads back exactly from every store's JSON payload
+    # (qdrant-edge's parser read 1.9999850385978455 one ulp off: a stale mirror).
+    new = {
+        c: F.round(F.when(has, F.col(c)).otherwise(F.lit(0.0)), SIGNAL_DIGITS).cast("double")
+        for c in SIGNAL_COLUMNS
+    }
     changed = reduce(
         lambda a, b: a | b, (~new[c].eqNullSafe(F.col(f"old_{c}")) for c in SIGNAL_COLUMNS)
     )
