@@ -270,8 +270,9 @@ def test_node_killed_mid_bootstrap_sync_finishes_answers_throughout_mirror_after
             assert f"chunks {stored} (expected {stored})" in out, out
 
         # A clean stop after all that: the syncer was never down.
+        # (Its current call may first wait out a client timeout on a busy box: 180 s.)
         syncer.send_signal(signal.SIGINT)
-        assert syncer.wait(60) == 0, log.read_text()[-3000:]
+        assert syncer.wait(180) == 0, log.read_text()[-3000:]
     finally:
         if syncer.poll() is None:
             syncer.kill()
