@@ -217,9 +217,8 @@ def test_node_killed_mid_bootstrap_sync_finishes_answers_throughout_mirror_after
             lease = replica_peers(cluster, collection + "__sync_lease")
             assert sorted(products) == list(range(SHARDS)) and list(lease) == [0]
             assert all(len(p) == REPLICATION for p in [*products.values(), *lease.values()])
-            # The lease's shard has a replica on the victim (Qdrant places a collection on the
-            # peer that creates it, here the first node): its death is the lease's too.
-            assert cluster.info(victim)["peer_id"] in lease[0]
+            # Where the lease's replicas land is the cluster's choice (usually on the creating
+            # peer, the victim, but not always): the kill below hits the client's node either way.
             holder = LeaseState.from_payload(store.read_lease())
             assert holder is not None and f":{syncer.pid}:" in holder.holder
 
