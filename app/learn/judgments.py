@@ -23,6 +23,7 @@ from app.eval.data import (
     load_qrels,
     load_queries,
 )
+from app.eval.folds import fold_of
 
 FILES = (PRODUCTS_FILE, QUERIES_FILE, QRELS_FILE)
 
@@ -74,11 +75,6 @@ def fingerprint(root: Path) -> str:
                 digest.update(block)
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def fold_of(qid: str, folds: int) -> int:
-    """The query's fold in 0..folds-1: a hash of its qid, the same on every machine."""
-    return int.from_bytes(hashlib.sha256(qid.encode()).digest()[:8], "big") % folds
 
 
 @dataclass(frozen=True, slots=True)

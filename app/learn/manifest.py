@@ -106,7 +106,7 @@ def build_manifest(
         },
         "folds": {
             "k": folds.k,
-            "by": "sha256(qid) mod k (app.learn.judgments.fold_of)",
+            "by": "sha256(qid) mod k (app.eval.folds.fold_of)",
             "queries": [len(folds.qids(f)) for f in range(folds.k)],
         },
         "heldout": heldout_section(measure, folds, base_scores, learned_scores),

@@ -15,10 +15,11 @@ import pytest
 
 from app.core.config import Settings
 from app.embedding.learned import encoder_embedder
+from app.eval.folds import fold_of
 from app.learn.__main__ import main
 from app.learn.encoder import EncoderSettings, examples
 from app.learn.heldout import score_judged, score_queries
-from app.learn.judgments import Folds, fold_of, load_judgments
+from app.learn.judgments import Folds, load_judgments
 from app.learned import load_learned_model
 from tests.learn.tiny_judgments import write_tiny_judgments
 
