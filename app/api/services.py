@@ -16,6 +16,7 @@ from app.embedding import Embedder, embedder_for
 from app.embedding.onnx_query import build_onnx_query_encoder
 from app.events.ids import RecommendationIds
 from app.events.log import EventLog
+from app.events.shipping import SegmentShipper, is_object_store, s3_client
 from app.events.shop import ShopEvents
 from app.llm import Generator, OpenAIGenerator, build_generator
 from app.llm.metrics import LLMStateCollector
@@ -122,12 +123,21 @@ def build_services(settings: Settings) -> Services:
 
 def _event_log(settings: Settings) -> EventLog | None:
     try:
+        shipper = None
+        folder = Path(settings.events_dir)
+        if is_object_store(settings.events_dir):
+            folder = Path(settings.events_spool_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            shipper = SegmentShipper(
+                folder, settings.events_dir, s3_client(settings), settings.events_segment_seconds
+            )
         return EventLog(
-            Path(settings.events_dir),
+            folder,
             settings.events_flush_seconds,
             settings.events_segment_seconds,
+            shipper,
         )
-    except OSError as e:
+    except (OSError, ValueError) as e:
         # Answers must not depend on the events' disk: they go out, events are refused.
         logger.error("events are not recorded: EVENTS_DIR %s: %s", settings.events_dir, e)
         return None

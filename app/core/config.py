@@ -174,7 +174,10 @@ class Settings(BaseSettings):
     # --- shoppers' events (app/events; docs/events.md) ----------------------------------
     # Answers' impressions and POST /events land here as JSON-line segments, one writer per
     # process; `spark_jobs.ingest_events` reads the closed ones into the interactions table.
+    # A local folder, or s3://bucket/prefix: then segments are written and fsynced in
+    # EVENTS_SPOOL_DIR and each closed one is uploaded (app/events/shipping.py).
     events_dir: str = ""  # default: $DATA_DIR/events
+    events_spool_dir: str = ""  # default: $DATA_DIR/events-spool
     # Off: answers still carry a recommendation_id, but what was shown is not recorded.
     record_impressions: bool = True
     # An impression is on disk (fsynced) at most this long after its answer.
@@ -203,6 +206,7 @@ class Settings(BaseSettings):
             "model_cache_dir": data / "models",
             "sync_lock_dir": data,
             "events_dir": data / "events",
+            "events_spool_dir": data / "events-spool",
             "interactions_table_path": data / "tables" / "interactions",
         }
         for name, path in defaults.items():

@@ -10,6 +10,9 @@ A segment is closed after EVENTS_SEGMENT_SECONDS (or at shutdown): fsynced, rena
 `EVENTS_DIR/<name>.jsonl` and the folder fsynced. Readers (`spark_jobs.ingest_events`)
 see only closed segments: Spark's file source skips `_`-prefixed folders.
 
+With EVENTS_DIR=s3://…, `folder` is a local spool and a `SegmentShipper` uploads each
+closed segment (app/events/shipping.py).
+
 A process killed with an open segment leaves it in `_open/` with its lock released; every
 live writer sweeps `_open/` at start and at each rotation and closes such orphans (a
 partial last line, cut by the kill, is dropped: it was never acknowledged).
@@ -28,12 +31,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from prometheus_client import Counter
 
 from app.core.errors import RecommenderError
 from app.events.records import Interaction
+
+if TYPE_CHECKING:
+    from app.events.shipping import SegmentShipper
 
 logger = logging.getLogger(__name__)
 
@@ -77,10 +83,19 @@ class EventLog:
     folder: EVENTS_DIR (created if missing).
     flush_seconds: longest an impression waits before it is written and fsynced.
     segment_seconds: how long a segment stays open before it is closed for ingestion.
+    shipper: uploads closed segments to object storage (closed with the log); None: they
+        stay in `folder`.
     """
 
-    def __init__(self, folder: Path, flush_seconds: float, segment_seconds: float) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        flush_seconds: float,
+        segment_seconds: float,
+        shipper: SegmentShipper | None = None,
+    ) -> None:
         self.folder = folder
+        self.shipper = shipper
         self.flush_seconds = flush_seconds
         self.segment_seconds = segment_seconds
         self.source = f"{socket.gethostname()}:{os.getpid()}"
@@ -134,6 +149,8 @@ class EventLog:
             self._stopping = True
             self._cond.notify()
         self._thread.join()
+        if self.shipper is not None:
+            self.shipper.close()
 
     # --- the writer thread -----------------------------------------------------------
     def _run(self) -> None:
@@ -209,6 +226,8 @@ class EventLog:
             os.rename(self.folder / OPEN_DIR / segment.name, self.folder / segment.name)
             _fsync_dir(self.folder)
             _fsync_dir(self.folder / OPEN_DIR)
+            if self.shipper is not None:
+                self.shipper.wake()
         except OSError as e:
             logger.error("event log: closing %s failed (the sweep retries): %s", segment.name, e)
         finally:
@@ -233,6 +252,8 @@ class EventLog:
                 logger.warning("event log: orphan %s not closed yet: %s", path.name, e)
         if closed:
             logger.info("event log: closed %d segments of stopped processes", closed)
+            if self.shipper is not None:
+                self.shipper.wake()
         return closed
 
 
