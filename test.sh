@@ -44,8 +44,9 @@ workers=${TEST_WORKERS:-3}
 if [ "$workers" = 0 ]; then
   .venv/bin/pytest "${tier[@]}" "$@" || pytest_rc=$?
 else
-  # --no-loadscope-reorder: files in collection order, longest first (tests/conftest.py).
-  .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder "${tier[@]}" "$@" \
+  # --no-loadscope-reorder: files in collection order, longest first (tests/conftest.py);
+  # --durations: the 25 slowest steps, so the suite's time stays in view.
+  .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder --durations=25 "${tier[@]}" "$@" \
     || pytest_rc=$?
 fi
 mypy_rc=0
