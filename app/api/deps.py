@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, ParamSpec, TypeVar
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request, Response, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
@@ -43,8 +43,16 @@ async def get_settings(services: ServicesDep) -> Settings:
     return services.settings
 
 
-async def get_retriever(services: ServicesDep) -> Retriever:
-    return services.retriever
+# Names the encoder (and so the index) that answered: a model switch changes it.
+INDEX_MODEL_HEADER = "X-Index-Model"
+
+
+async def get_retriever(services: ServicesDep, response: Response) -> AsyncIterator[Retriever]:
+    """The serving index for the whole request: a model switch waits until it is done."""
+    index = services.index
+    response.headers[INDEX_MODEL_HEADER] = index.model
+    with index.in_use() as retriever:
+        yield retriever
 
 
 async def get_generator(services: ServicesDep) -> Generator:

@@ -119,6 +119,7 @@ def load_embedder(
     cache_dir: str = "",
     threads: int = 0,
     intra_op_threads: int = 1,
+    model_id: str = "",
 ) -> Embedder:
     """Load (once per process) the model named in settings and pick its document engine.
 
@@ -132,13 +133,16 @@ def load_embedder(
         threads: EMBEDDING_THREADS; 0 for every core this process may use.
         intra_op_threads: EMBEDDING_INTRA_OP_THREADS, threads per batch (the rest run
             other batches at once).
+        model_id: the vector space's name; default: the folder's name (a learned
+            encoder's folder is always called "encoder": it passes its manifest's id).
     """
     from sentence_transformers import SentenceTransformer
 
     path = resolve_model_path(name_or_path)
     logger.info("loading embedding model %s on %s", path, device)
     model = SentenceTransformer(path, device=device)
-    model_id = Path(path).name if Path(path).exists() else path
+    if not model_id:
+        model_id = Path(path).name if Path(path).exists() else path
     if model_id == "model":  # the packaged folder is literally called "model"
         model_id = "all-MiniLM-L6-v2"
     embedder = Embedder(model, model_id, batch_size, encoder=f"torch-{device}")
@@ -146,13 +150,26 @@ def load_embedder(
 
 
 def embedder_for(settings: Settings) -> Embedder:
-    """`load_embedder` with every EMBEDDING_* setting (and the export cache) applied."""
+    """`load_embedder` with every EMBEDDING_* setting (and the export cache) applied: the
+    encoder of LEARNED_MODEL when it has one, else EMBEDDING_MODEL.
+
+    Raises:
+        LearnedModelError: LEARNED_MODEL names a folder that is not a learned model.
+    """
+    path, model_id = settings.embedding_model, ""
+    if settings.learned_model:
+        from app.learned import load_learned_model
+
+        learned = load_learned_model(settings.learned_model)
+        if learned.encoder_dir is not None:
+            path, model_id = str(learned.encoder_dir), learned.model_id
     return load_embedder(
-        settings.embedding_model,
+        path,
         settings.embedding_device,
         settings.embedding_batch_size,
         settings.embedding_encoder,
         settings.model_cache_dir,
         settings.embedding_threads,
         settings.embedding_intra_op_threads,
+        model_id,
     )

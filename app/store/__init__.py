@@ -70,8 +70,13 @@ def check_server_version(client: Any) -> tuple[int, int] | None:
     return major, minor
 
 
-def open_store(settings: Settings) -> VectorStore:
+def open_store(settings: Settings, index: str | None = None) -> VectorStore:
     """Open the store the settings point at (see the module docstring for the routing).
+
+    Args:
+        index: the collection (server, `:memory:`) or shard folder (edge) to open instead
+            of QDRANT_COLLECTION / QDRANT_PATH: one encoder's index (app/store/slots.py).
+            The sync lease stays QDRANT_COLLECTION's, whichever index is open.
 
     Raises:
         StoreError: the client or engine could not be opened (StoreLockedError if the
@@ -102,12 +107,12 @@ def open_store(settings: Settings) -> VectorStore:
             raise StoreError(
                 f"cannot open client: {e}", backend=backend, collection=collection
             ) from e
-        logger.info("vector store: %s, collection %s", backend, collection)
-        return QdrantClientStore(client, collection, local=not remote)
+        name = index or collection
+        logger.info("vector store: %s, collection %s", backend, name)
+        return QdrantClientStore(client, name, local=not remote, lease_name=collection)
 
     from app.store.edge_store import EdgeStore
 
-    logger.info("vector store: qdrant-edge at %s", settings.qdrant_path)
-    return EdgeStore(
-        settings.qdrant_path, collection=collection, search_threads=settings.qdrant_search_threads
-    )
+    path = index or settings.qdrant_path
+    logger.info("vector store: qdrant-edge at %s", path)
+    return EdgeStore(path, collection=collection, search_threads=settings.qdrant_search_threads)

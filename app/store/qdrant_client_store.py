@@ -48,6 +48,8 @@ class QdrantClientStore(StoreCore):
     native_groups: use `query_points_groups`. Default: only for a server; local mode's
         version scores and copies every point per query (~0.35 s at 5k points), so it
         over-fetches and groups in Python instead (app.store.grouping), like the edge.
+    lease_name: the collection whose companion keeps the sync lease; default
+        `collection`. QDRANT_COLLECTION for every encoder's index (app/store/slots.py).
     """
 
     _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
@@ -63,6 +65,7 @@ class QdrantClientStore(StoreCore):
         *,
         local: bool,
         native_groups: bool | None = None,
+        lease_name: str | None = None,
     ) -> None:
         # RLock for local mode: a scroll or grouped search makes nested calls through `_call`.
         super().__init__(
@@ -73,6 +76,7 @@ class QdrantClientStore(StoreCore):
         self._client = client
         self._local = local
         self._native_groups = not local if native_groups is None else native_groups
+        self._lease_collection = (lease_name or collection) + _LEASE_SUFFIX
 
     # --- schema -------------------------------------------------------------------
     def ensure_collection(self, dim: int) -> None:
@@ -314,7 +318,7 @@ class QdrantClientStore(StoreCore):
     def claim_lease(
         self, holder: str, until: float, now: float, *, release: bool = False
     ) -> dict[str, Any] | None:
-        name, client = self._collection + _LEASE_SUFFIX, self._client
+        name, client = self._lease_collection, self._client
         if not self._call("collection_exists", client.collection_exists, name):
             try:
                 self._call("create_collection", client.create_collection, name, vectors_config={})
@@ -345,7 +349,7 @@ class QdrantClientStore(StoreCore):
         return self.read_lease()
 
     def read_lease(self) -> dict[str, Any] | None:
-        name, client = self._collection + _LEASE_SUFFIX, self._client
+        name, client = self._lease_collection, self._client
         if not self._call("collection_exists", client.collection_exists, name):
             return None
         records = self._call("read_lease", client.retrieve, name, [_LEASE_POINT])

@@ -65,6 +65,15 @@ class CycleCancelledError(RecommenderError):
 
 
 class SyncEngine:
+    """Args:
+    settings: the table, and the index this engine writes (QDRANT_* as resolved).
+    store, embedder: the index and the encoder its vectors come from.
+    beside: the serving engine, when this one builds the index of a new encoder beside
+        it (app/sync/switch.py): both share one cycle lock, process lock, lease and stop
+        flag, so this one runs only inside the serving one's hold (`run_cycle(then=...)`)
+        and, once it serves, is guarded exactly as the serving one was.
+    """
+
     def __init__(
         self,
         settings: Settings,
@@ -72,6 +81,7 @@ class SyncEngine:
         embedder: Embedder,
         *,
         open_table: Callable[[Settings], TableSnapshot] = TableSnapshot,
+        beside: SyncEngine | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -93,6 +103,11 @@ class SyncEngine:
         # ... and across hosts sharing a Qdrant server (None for a store of one process).
         self.lease = SyncLease.for_settings(settings, store)
         self._stop = threading.Event()
+        if beside is not None:
+            self._cycle_lock, self._process_lock = beside._cycle_lock, beside._process_lock
+            self.lease, self._stop = beside.lease, beside._stop
+        # The running full cycle's progress in products (a bootstrap: /sync/status).
+        self.progress: Progress | None = None
         # Points written since the index was last built (the checkpoint's `unindexed` at the
         # start of a cycle); see ROLL_AFTER_POINTS.
         self._unindexed = 0
@@ -168,8 +183,10 @@ class SyncEngine:
             t.oldest_unsynced = oldest.completed if oldest else None
             t.unsynced_since = table.completed_at(oldest) if oldest else None
 
-    def run_cycle(self, *, full: bool = False, wait: bool = True) -> CycleReport:
-        """Run one cycle.
+    def run_cycle(
+        self, *, full: bool = False, wait: bool = True, then: Callable[[], None] | None = None
+    ) -> CycleReport:
+        """Run one cycle, then `then` (if given) while still holding the locks and lease.
 
         Raises:
             CycleInProgressError: `wait=False` and a cycle is already running here.
@@ -179,16 +196,23 @@ class SyncEngine:
             raise CycleInProgressError("a sync cycle is already running")
         try:
             with self._held():
-                try:
-                    report = self._cycle(full=full)
-                except Exception as e:
-                    self.totals.failures += 1
-                    self.totals.last_error = f"{type(e).__name__}: {e}"
-                    raise
-                self._record(report)
+                report = self.run_held(full=full)
+                if then is not None:
+                    then()
                 return report
         finally:
             self._cycle_lock.release()
+
+    def run_held(self, *, full: bool = False) -> CycleReport:
+        """One cycle by a caller that holds this engine's locks and lease already."""
+        try:
+            report = self._cycle(full=full)
+        except Exception as e:
+            self.totals.failures += 1
+            self.totals.last_error = f"{type(e).__name__}: {e}"
+            raise
+        self._record(report)
+        return report
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[None]:
@@ -259,6 +283,8 @@ class SyncEngine:
                     signature=self.chunker.signature,
                     chunks=self.store.count(),
                     unindexed=self._unindexed,
+                    embedding_model=self.settings.embedding_model,
+                    learned_model=self.settings.learned_model,
                 ).to_dict()
             )
         self.vectors.release()
@@ -314,7 +340,7 @@ class SyncEngine:
         stored = self._stored_product_ids()
         keys = table.read_keys()
         totals.deleted += self._delete_products(stored - keys)
-        progress = Progress(logger, f"sync {mode}", len(keys))
+        progress = self.progress = Progress(logger, f"sync {mode}", len(keys))
         del keys  # a million ids are ~60 MB: not held through the embedding
         for batch in table.snapshot(PRODUCT_BATCH):
             self._check_stop()

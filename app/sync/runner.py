@@ -11,22 +11,29 @@ from app.store import StoreError
 from app.sync.backoff import RetryLoop
 from app.sync.engine import SyncEngine
 from app.sync.state import CycleReport
+from app.sync.switch import ModelSwitch
 
 logger = logging.getLogger(__name__)
 
 
 class SyncRunner:
-    """Runs `engine.run_cycle` every `interval` seconds off the event loop.
+    """Runs the sync's cycle (`ModelSwitch.run_cycle`: the serving index's, then a step of
+    a new encoder's index, app/sync/switch.py) every `interval` seconds off the event loop.
 
     Cycles run in a worker thread (embedding is CPU-bound and would stall every request).
     Neither the timer nor `POST /sync` ever queues behind a running cycle: they skip it,
     so no request holds a thread for the length of a bootstrap.
     """
 
-    def __init__(self, engine: SyncEngine, interval: float) -> None:
-        self.engine = engine
+    def __init__(self, sync: SyncEngine | ModelSwitch, interval: float) -> None:
+        self.switch = sync if isinstance(sync, ModelSwitch) else ModelSwitch.single(sync)
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def engine(self) -> SyncEngine:
+        """The serving index's engine (another one after a switch)."""
+        return self.switch.serving
 
     @property
     def ready(self) -> bool:
@@ -62,11 +69,11 @@ class SyncRunner:
 
     async def run_now(self, *, full: bool = False) -> CycleReport:
         """Run a cycle now; raises CycleInProgressError at once if one is running."""
-        return await asyncio.to_thread(self.engine.run_cycle, full=full, wait=False)
+        return await asyncio.to_thread(self.switch.run_cycle, full=full, wait=False)
 
     async def _loop(self) -> None:
         loop = RetryLoop(self.interval, logger)
-        cycle = partial(self.engine.run_cycle, wait=False)
+        cycle = partial(self.switch.run_cycle, wait=False)
         # The step runs in a worker thread (the cycle is CPU-bound); only the wait is here.
         while (delay := await asyncio.to_thread(loop.step, cycle)) is not None:
             await asyncio.sleep(delay)

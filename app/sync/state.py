@@ -24,6 +24,9 @@ class SyncCheckpoint:
     store held when the checkpoint was written: a store that holds none while its
     checkpoint says otherwise lost its vectors. `unindexed` counts points written since the
     search index was last built, so increments add up to an index build too.
+    `embedding_model` and `learned_model` are the settings the encoder was loaded with: a
+    service told to use another model keeps answering from this index, with this encoder,
+    until the index of the new one is built beside it (app/sync/switch.py).
     """
 
     completed: str
@@ -32,6 +35,14 @@ class SyncCheckpoint:
     signature: str
     chunks: int = 0
     unindexed: int = 0
+    embedding_model: str = ""
+    learned_model: str = ""
+
+    @property
+    def model(self) -> str:
+        """The id of the encoder whose vectors the index holds (a field of the signature)."""
+        parts = self.signature.split("|")
+        return parts[1] if len(parts) > 1 else ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,6 +58,8 @@ class SyncCheckpoint:
             signature=str(raw.get("signature", "")),
             chunks=int(raw.get("chunks") or 0),
             unindexed=int(raw.get("unindexed") or 0),
+            embedding_model=str(raw.get("embedding_model") or ""),
+            learned_model=str(raw.get("learned_model") or ""),
         )
 
 

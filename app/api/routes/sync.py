@@ -16,13 +16,27 @@ from app.store import StoreError
 from app.sync.engine import CycleInProgressError, SyncEngine
 from app.sync.hudi_source import TableReadError
 from app.sync.lease import LeaseHeldError
+from app.sync.switch import ModelSwitch
 
 logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/sync", tags=["sync"], dependencies=[AdminDep])
 
 
-def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, Any]:
+def model_status(switch: ModelSwitch) -> dict[str, Any]:
+    """Which encoder's index serves, and how far the next one's is (app/sync/switch.py)."""
+    build = switch.progress()
+    return {
+        "serving": switch.serving_model,
+        "index": switch.serving_index,
+        "next": asdict(build) if build is not None else None,
+        "last_switch": asdict(switch.last_switch) if switch.last_switch else None,
+    }
+
+
+def sync_status(
+    engine: SyncEngine, *, running_in_process: bool, switch: ModelSwitch | None = None
+) -> dict[str, Any]:
     """The body of GET /sync/status (the engine's totals as the HTTP layer shows them)."""
     t = engine.totals
     # Off, or another host's syncer holding the lease: its checkpoint is the fact to trust.
@@ -60,13 +74,15 @@ def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, An
             "targeted_removal_scans": t.targeted_removal_scans,
         },
         "last_cycle": asdict(t.last_report) if t.last_report else None,
+        "model": model_status(switch or ModelSwitch.single(engine)),
     }
 
 
 @router.get("/status")
 async def status_(services: ServicesDep) -> dict[str, Any]:
-    """Checkpoint, the table's latest commit, lag, counts and the last error."""
-    engine = services.engine
+    """Checkpoint, the table's latest commit, lag, counts, the last error, and which
+    model serves (and how far the next one's index is)."""
+    engine = services.switch.serving
     try:
         # Fresh facts from the table and the store, also while a cycle runs: commits land
         # between cycles, and a bootstrap can run for hours.
@@ -79,7 +95,10 @@ async def status_(services: ServicesDep) -> dict[str, Any]:
         logger.debug("sync status without a fresh table read: %s", e)
     try:
         return await run_in_threadpool(
-            sync_status, engine, running_in_process=services.runner is not None
+            sync_status,
+            engine,
+            running_in_process=services.runner is not None,
+            switch=services.switch,
         )
     except StoreError as e:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(e)) from e

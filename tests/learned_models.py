@@ -1,0 +1,47 @@
+"""A second real encoder for model-switch tests, laid out as `python -m app.learn` writes one.
+
+Fine-tuning is not needed to test serving: any sentence-transformers folder whose vectors
+differ from the packaged MiniLM's will do, as long as it is a real model the service loads
+the same way (tokenizer, ONNX export, int8 check). This one is the packaged MiniLM with the
+last layer's output projection moved by seeded noise: another vector space (cosines and
+rankings change), same layout and size.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+NOISE = 0.05
+SEED = 33
+
+
+def make_second_encoder(root: Path) -> Path:
+    """Write MODEL_DIR (manifest.json + encoder/) under `root`; returns MODEL_DIR."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from app.embedding import resolve_model_path
+
+    model = SentenceTransformer(resolve_model_path(""), device="cpu")
+    weight = model[0].auto_model.encoder.layer[-1].output.dense.weight
+    generator = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        weight.add_(torch.randn(weight.shape, generator=generator) * NOISE)
+    model.save(str(root / "encoder"))
+    manifest = {
+        "format": 1,
+        "base_model": "all-MiniLM-L6-v2",
+        "training": {"kind": "test fixture", "noise": NOISE, "seed": SEED},
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return root
+
+
+# Imported by the test modules that need it (named apart from the fixture, as qdrant_server).
+@pytest.fixture(scope="session", name="second_encoder")
+def second_encoder_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A learned model folder whose encoder is not the packaged one (see the docstring)."""
+    return make_second_encoder(tmp_path_factory.mktemp("learned"))

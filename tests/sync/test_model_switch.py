@@ -1,0 +1,162 @@
+"""A model switch in the sync: LEARNED_MODEL names another encoder than the serving index's.
+
+The catalog is a copy of the committed `cow_aged` table (118 products). The packaged
+MiniLM's index is bootstrapped first; then the sync is opened with LEARNED_MODEL pointing
+at a second real encoder (tests/learned_models.py). One cycle must: keep the packaged
+index serving, bootstrap the learned one beside it, verify it 0/0/0, catch up a product
+Spark writes after that bootstrap, switch the pointer (edge: `serving.json`; server: the
+collection alias) and drop the old index. Reopened, the learned index serves and
+`--verify` reads it with its own encoder; switching back moves the pointer again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.core.config import Settings
+from app.retrieval import Retriever
+from app.store.slots import POINTER_FILE, IndexSlots, model_slug
+from app.sync.switch import ModelSwitch, open_indexes
+from app.sync.verify import mirror_verify
+from spark_jobs.upsert_products import upsert_rows
+from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
+from tests.learned_models import second_encoder_fixture  # noqa: F401
+from tests.synctools import engine_settings, product, sync_cli_in_process
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+PACKAGED = "all-MiniLM-L6-v2"
+NEW_ID = 9001
+NEW_NAME = "Tidal Kayak Paddle"
+
+
+def _mirror(switch: ModelSwitch) -> tuple[int, int, int, int]:
+    engine = switch.serving
+    report = mirror_verify(engine.settings, engine.store, engine.chunker)
+    return report.missing, report.stale, report.extra, report.products
+
+
+def _ids(switch: ModelSwitch) -> set[int]:
+    return {c.product_id for c in switch.serving.store.iter_chunks(fields=["product_id"])}
+
+
+@pytest.mark.parametrize("engine", ["edge", pytest.param("server", marks=pytest.mark.server)])
+def test_switch_builds_beside_verifies_catches_up_and_drops_the_old_index(
+    engine: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    second_encoder: Path,
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    table = tmp_path / "cow_aged"
+    shutil.copytree(HERE / "cow_aged", table)
+    store = engine_settings(engine, request, tmp_path)
+    packaged = Settings(
+        hudi_table_path=str(table),
+        max_chunk_tokens=64,
+        chunk_overlap_tokens=8,
+        sync_lock_dir=str(tmp_path / "locks"),
+        **store,
+    )
+    learned = packaged.model_copy(update={"learned_model": str(second_encoder)})
+    slots = IndexSlots(packaged)
+
+    first = open_indexes(packaged)
+    try:
+        assert first.building is None and first.serving_model.startswith(PACKAGED)
+        assert first.run_cycle().mode == "bootstrap"
+        old_index, old_chunks = first.serving_index, first.serving.store.count()
+    finally:
+        first.close()
+
+    switch = open_indexes(learned)
+    try:
+        building = switch.building
+        assert building is not None and switch.build is not None
+        new_model = building.embedder.model_id
+        assert new_model.startswith("learned-") and switch.serving_model.startswith(PACKAGED)
+        assert switch.serving_index == old_index
+        assert switch.building_index == slots.beside(new_model) != old_index
+
+        # A product lands after the learned index's bootstrap: the catch-up must carry it.
+        real_run = building.run_held
+        reports = []
+
+        def run_then_write(*, full: bool = False) -> Any:
+            report = real_run(full=full)
+            reports.append(report)
+            if len(reports) == 1:
+                upsert_rows(spark, str(table), [product(NEW_ID, 9, NEW_NAME, "Carbon blade.")])
+            return report
+
+        monkeypatch.setattr(building, "run_held", run_then_write)
+        serving_cycle = switch.run_cycle()
+        assert switch.build is None, "the build did not finish"
+        assert serving_cycle.mode == "noop"  # the packaged index was current
+        assert [r.mode for r in reports] == ["bootstrap", "incremental"]
+        assert reports[0].embedded == old_chunks  # same chunker, every chunk re-embedded
+        assert reports[1].products == 1 and reports[1].embedded >= 1
+        assert switch.serving_model == new_model and switch.serving is building
+        assert switch.last_switch is not None
+        assert (switch.last_switch.from_model, switch.last_switch.to_model) == (
+            first.serving_model,
+            new_model,
+        )
+        assert _mirror(switch) == (0, 0, 0, len(EXPECTED_IDS) + 1)
+        assert NEW_ID in _ids(switch)
+        found = Retriever(building.embedder, building.store, learned).retrieve(NEW_NAME, 1)
+        assert [p.id for p in found] == [NEW_ID]
+    finally:
+        switch.close()
+
+    # The pointer moved and the packaged index is gone.
+    assert slots.serving() == slots.beside(new_model)
+    if engine == "edge":
+        root = Path(packaged.qdrant_path)
+        pointer = json.loads((root / POINTER_FILE).read_text())
+        assert pointer == {"shard": f"shards/{model_slug(new_model)}"}
+        assert not (root / "edge_config.json").exists() and not (root / "wal").exists()
+        assert sorted(p.name for p in root.iterdir()) == [POINTER_FILE, "shards"]
+    else:
+        assert old_index not in slots.collections()  # the alias has its name now
+    slots.close()
+
+    # Reopened: nothing to build; --verify reads the learned index with its own encoder.
+    env = {
+        "HUDI_TABLE_PATH": str(table),
+        "LEARNED_MODEL": str(second_encoder),
+        "MAX_CHUNK_TOKENS": "64",
+        "CHUNK_OVERLAP_TOKENS": "8",
+        "SYNC_LOCK_DIR": str(tmp_path / "locks"),
+        **(
+            {
+                "QDRANT_URL": str(store["qdrant_url"]),
+                "QDRANT_COLLECTION": store["qdrant_collection"],
+            }
+            if engine == "server"
+            else {"QDRANT_PATH": str(store["qdrant_path"])}
+        ),
+    }
+    code, out = sync_cli_in_process(["--verify"], env, monkeypatch, capsys)
+    assert code == 0, out
+    assert f"model {new_model}\n" in out and "missing 0\nstale 0\nextra 0" in out, out
+
+    # Back to the packaged encoder: a second switch, from one built index to another.
+    back = open_indexes(packaged)
+    try:
+        assert back.serving_model == new_model and back.building is not None
+        back.run_cycle()
+        assert back.build is None and back.serving_model.startswith(PACKAGED)
+        assert _mirror(back) == (0, 0, 0, len(EXPECTED_IDS) + 1)
+    finally:
+        back.close()
+    assert slots.serving() == slots.beside(back.serving_model)
+    assert slots.leftovers(keep=set()) == []
+    slots.close()
