@@ -10,6 +10,7 @@ rankings change), same layout and size.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -40,8 +41,25 @@ def make_second_encoder(root: Path) -> Path:
     return root
 
 
-# Imported by the test modules that need it (named apart from the fixture, as qdrant_server).
+# Imported by the test modules that need them (named apart from the fixtures, as
+# qdrant_server).
 @pytest.fixture(scope="session", name="second_encoder")
 def second_encoder_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A learned model folder whose encoder is not the packaged one (see the docstring)."""
     return make_second_encoder(tmp_path_factory.mktemp("learned"))
+
+
+@pytest.fixture(scope="session", name="model_cache")
+def model_cache_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A MODEL_CACHE_DIR for tests that export a second encoder (nothing is written under
+    the checkout's data/), holding links to the packaged model's exports already made."""
+    from app.core.config import Settings
+
+    cache = tmp_path_factory.mktemp("models")
+    made = Path(Settings().model_cache_dir)
+    for export in made.glob("all-MiniLM-L6-v2*.onnx") if made.is_dir() else []:
+        try:
+            (cache / export.name).hardlink_to(export)
+        except OSError:
+            shutil.copy2(export, cache / export.name)
+    return cache

@@ -235,6 +235,7 @@ def open_indexes(
         opened.append(store)
         cp = SyncCheckpoint.from_dict(store.load_state())
         if cp is None or cp.model == wanted.model_id:
+            _drop_leftovers(slots, keep={where})
             engine = SyncEngine(settings, store, wanted)
             return ModelSwitch(slots, engine, serving_index=where)
         # The index serves another encoder's vectors: keep answering with that encoder
@@ -252,8 +253,7 @@ def open_indexes(
         if not build:
             return ModelSwitch(slots, serving, serving_index=where)
         beside = slots.beside(wanted.model_id)
-        for leftover in slots.leftovers(keep={where, beside}) if slots.kind == "edge" else []:
-            slots.drop(leftover)  # the edge shard is this process's alone: safe at start
+        _drop_leftovers(slots, keep={where, beside})
         next_store = open_store(settings, beside)
         opened.append(next_store)
         building = SyncEngine(settings, next_store, wanted, beside=serving)
@@ -270,3 +270,12 @@ def open_indexes(
             s.close()
         slots.close()
         raise
+
+
+def _drop_leftovers(slots: IndexSlots, keep: set[str]) -> None:
+    """Drop edge shards no switch will serve (a build given up, a drop a crash cut short).
+    Only the edge, at start: its serving shard is open here, so no other process runs.
+    A server's leftovers are dropped by the next switch, under the lease."""
+    if slots.kind == "edge":
+        for leftover in slots.leftovers(keep=keep):
+            slots.drop(leftover)

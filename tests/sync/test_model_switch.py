@@ -25,7 +25,7 @@ from app.sync.switch import ModelSwitch, open_indexes
 from app.sync.verify import mirror_verify
 from spark_jobs.upsert_products import upsert_rows
 from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
-from tests.learned_models import second_encoder_fixture  # noqa: F401
+from tests.learned_models import model_cache_fixture, second_encoder_fixture  # noqa: F401
 from tests.synctools import engine_settings, product, sync_cli_in_process
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -51,6 +51,7 @@ def test_switch_builds_beside_verifies_catches_up_and_drops_the_old_index(
     tmp_path: Path,
     request: pytest.FixtureRequest,
     second_encoder: Path,
+    model_cache: Path,
     spark: Any,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -63,6 +64,7 @@ def test_switch_builds_beside_verifies_catches_up_and_drops_the_old_index(
         max_chunk_tokens=64,
         chunk_overlap_tokens=8,
         sync_lock_dir=str(tmp_path / "locks"),
+        model_cache_dir=str(model_cache),
         **store,
     )
     learned = packaged.model_copy(update={"learned_model": str(second_encoder)})
@@ -135,6 +137,7 @@ def test_switch_builds_beside_verifies_catches_up_and_drops_the_old_index(
         "MAX_CHUNK_TOKENS": "64",
         "CHUNK_OVERLAP_TOKENS": "8",
         "SYNC_LOCK_DIR": str(tmp_path / "locks"),
+        "MODEL_CACHE_DIR": str(model_cache),
         **(
             {
                 "QDRANT_URL": str(store["qdrant_url"]),
