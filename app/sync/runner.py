@@ -43,10 +43,11 @@ class SyncRunner:
         The second half matters when the collection is dropped under the service: the
         store is empty until the next cycle bootstraps it, and that is not "ready".
         """
-        if self.engine.totals.last_success_at is None and not self.engine.serves_others_index:
+        engine = self.engine  # one engine for both reads: a model switch may replace it
+        if engine.totals.last_success_at is None and not engine.serves_others_index:
             return False
         try:
-            return self.engine.checkpoint() is not None
+            return engine.checkpoint() is not None
         except StoreError:
             return False
 

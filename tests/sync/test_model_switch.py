@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ from tests.synctools import engine_settings, product, sync_cli_in_process
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGED = "all-MiniLM-L6-v2"
 NEW_ID = 9001
 NEW_NAME = "Tidal Kayak Paddle"
@@ -163,3 +167,81 @@ def test_switch_builds_beside_verifies_catches_up_and_drops_the_old_index(
     assert slots.serving() == slots.beside(back.serving_model)
     assert slots.leftovers(keep=set()) == []
     slots.close()
+
+
+BATCH = 8  # points per upsert in the killed build
+KILL_AT = 3  # upserts of the learned index that land before SIGKILL
+
+
+def test_a_build_killed_midway_is_resumed_and_never_served(
+    tmp_path: Path, second_encoder: Path, model_cache: Path
+) -> None:
+    """kill -9 during the learned index's bootstrap (edge): the packaged index still serves
+    after the restart, and the build resumes (what landed is skipped), verifies, switches."""
+    table = tmp_path / "cow_aged"
+    shutil.copytree(HERE / "cow_aged", table)
+    packaged = Settings(
+        hudi_table_path=str(table),
+        qdrant_path=str(tmp_path / "edge"),
+        max_chunk_tokens=64,
+        chunk_overlap_tokens=8,
+        sync_lock_dir=str(tmp_path / "locks"),
+        model_cache_dir=str(model_cache),
+    )
+    learned = packaged.model_copy(update={"learned_model": str(second_encoder)})
+    first = open_indexes(packaged)
+    try:
+        first.run_cycle()
+        old_model, old_chunks = first.serving_model, first.serving.store.count()
+    finally:
+        first.close()
+
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from app.core.config import Settings
+        from app.store import edge_store
+        from app.sync import apply
+        from app.sync.switch import open_indexes
+
+        edge_store.FLUSH_AFTER_POINTS = 10**9
+        edge_store.FLUSH_AFTER_SECONDS = float("inf")
+        apply.UPSERT_BATCH = {BATCH}
+        switch = open_indexes(Settings.model_validate_json({learned.model_dump_json()!r}))
+        store = switch.building.store
+        real_upsert, calls = store.upsert, []
+
+        def upsert_then_die(points):
+            real_upsert(points)
+            calls.append(len(points))
+            if len(calls) == {KILL_AT}:
+                print("landed", sum(calls), flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        store.upsert = upsert_then_die
+        switch.run_cycle()
+        """
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert f"landed {BATCH * KILL_AT}" in killed.stdout, killed.stdout
+
+    switch = open_indexes(learned)
+    try:
+        building = switch.building
+        assert building is not None
+        assert switch.serving_model == old_model  # the half-built index never serves
+        assert switch.serving_index == str(tmp_path / "edge")
+        assert building.store.load_state() is None  # killed before its checkpoint
+        assert building.store.count() == BATCH * KILL_AT  # replayed from the WAL
+        switch.run_cycle()
+        assert switch.build is None and switch.serving is building
+        totals = building.totals  # the resumed bootstrap, then a catch-up with nothing new
+        assert totals.last_report is not None and totals.last_report.mode == "noop"
+        assert totals.skipped == BATCH * KILL_AT
+        assert totals.embedded + totals.skipped == old_chunks
+        assert _mirror(switch) == (0, 0, 0, len(EXPECTED_IDS))
+    finally:
+        switch.close()

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import AdminDep, ServicesDep
+from app.api.services import Services
 from app.store import StoreError
 from app.sync.engine import CycleInProgressError, SyncEngine
 from app.sync.hudi_source import TableReadError
@@ -94,14 +95,21 @@ async def status_(services: ServicesDep) -> dict[str, Any]:
         # growing from the last commit seen waiting.
         logger.debug("sync status without a fresh table read: %s", e)
     try:
-        return await run_in_threadpool(
-            sync_status,
-            engine,
-            running_in_process=services.runner is not None,
-            switch=services.switch,
-        )
+        try:
+            return await run_in_threadpool(_status_of, services, engine)
+        except StoreError:
+            if services.switch.serving is engine:
+                raise
+            # A model switch closed that index meanwhile: the new one's status.
+            return await run_in_threadpool(_status_of, services, services.switch.serving)
     except StoreError as e:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(e)) from e
+
+
+def _status_of(services: Services, engine: SyncEngine) -> dict[str, Any]:
+    return sync_status(
+        engine, running_in_process=services.runner is not None, switch=services.switch
+    )
 
 
 @router.post(
