@@ -3,6 +3,8 @@
 - `QDRANT_URL` set          → a Qdrant server through qdrant-client.
 - `QDRANT_PATH=:memory:`    → qdrant-client's in-process local mode (tests; nothing kept).
 - otherwise `QDRANT_PATH`   → the embedded qdrant-edge engine in that folder (default).
+
+Each encoder has its own index there, and a pointer names the serving one (slots.py).
 """
 
 from __future__ import annotations

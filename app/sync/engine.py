@@ -66,8 +66,9 @@ class CycleCancelledError(RecommenderError):
 
 class SyncEngine:
     """Args:
-    settings: the table, and the index this engine writes (QDRANT_* as resolved).
-    store, embedder: the index and the encoder its vectors come from.
+    settings: the table and the sync's settings; QDRANT_* name the sync lock and lease,
+        whichever encoder's index `store` is (app/store/slots.py).
+    store, embedder: the index this engine writes and the encoder of its vectors.
     beside: the serving engine, when this one builds the index of a new encoder beside
         it (app/sync/switch.py): both share one cycle lock, process lock, lease and stop
         flag, so this one runs only inside the serving one's hold (`run_cycle(then=...)`)
