@@ -11,10 +11,11 @@ then goes:
    restart mid-build resumes the bootstrap: content keys skip what landed);
 3. once: the mirror invariant of the next index against the snapshot at its checkpoint
    (0 missing, 0 stale, 0 extra, or the next cycle rebuilds it with a full one);
-4. a catch-up cycle to the table's newest commit, then the switch: the pointer first
-   (a restart from here on serves the new index), then the process's readers (`on_switch`
-   swaps the query encoder and the index as one object and waits for requests still
-   reading the old one), then the old index is dropped.
+4. a catch-up cycle to the table's newest commit, then the switch: the process's readers
+   first (`on_switch` swaps the query encoder and the index as one object and waits for
+   requests still reading the old one), then the pointer (a restart from here on serves
+   the new index; before it, the old one, and the build resumes), then the old index is
+   dropped.
 
 Nothing serves the next index before step 4, so no answer mixes two encoders' vectors.
 """
@@ -34,7 +35,7 @@ from app.embedding import Embedder, embedder_for
 from app.store import VectorStore, open_store
 from app.store.slots import IndexSlots
 from app.sync.engine import CycleCancelledError, SyncEngine
-from app.sync.lease import LeaseHeldError, LeaseLostError
+from app.sync.lease import LeaseHeldError, LeaseLostError, LeaseStore
 from app.sync.lock import SyncBusyError
 from app.sync.state import CycleReport, SyncCheckpoint
 from app.sync.verify import mirror_verify
@@ -173,22 +174,27 @@ class ModelSwitch:
             logger.warning("building the index of %s: %s", build.model, build.last_error)
 
     def _switch(self, engine: SyncEngine) -> None:
+        """Readers first, then the pointer, then the old index: a server's first switch
+        drops the old collection in `promote`, so this process must have left it by then.
+        A crash before `promote` restarts on the old index, and resumes the new one's build."""
         old, old_index = self.serving, self.serving_index
-        if self.slots is not None:
-            self.slots.promote(self.building_index)
+        if engine.lease is not None and isinstance(engine.store, LeaseStore):
+            engine.lease.store = engine.store  # the old store is closed below
         self.serving, self.serving_index = engine, self.building_index
         self.building, self.build = None, None
         self.last_switch = SwitchRecord(
             old.embedder.model_id, engine.embedder.model_id, self.serving_index, time.time()
         )
+        if self.on_switch is not None:
+            self.on_switch(engine)
+        if self.slots is not None:
+            self.slots.promote(self.serving_index)
         logger.info(
             "switched: %s now serves (%s), was %s",
             engine.embedder.model_id,
             self.serving_index,
             old.embedder.model_id,
         )
-        if self.on_switch is not None:
-            self.on_switch(engine)
         old.store.close()
         if self.slots is not None:
             self.slots.drop(old_index)
