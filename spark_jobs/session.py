@@ -65,6 +65,8 @@ def get_spark(
             "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog"
         )
         .config("spark.ui.enabled", "false")
+        # A reliable checkpoint's files go when its DataFrame is garbage-collected.
+        .config("spark.cleaner.referenceTracking.cleanCheckpoints", "true")
         # The console progress bar would interleave with the jobs' one-line-per-count output.
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")

@@ -4,7 +4,9 @@ Fine-tuning is not needed to test serving: any sentence-transformers folder whos
 differ from the packaged MiniLM's will do, as long as it is a real model the service loads
 the same way (tokenizer, ONNX export, int8 check). This one is the packaged MiniLM with the
 last layer's output projection moved by seeded noise: another vector space (cosines and
-rankings change), same layout and size.
+rankings change), same layout and size. Its id and ONNX exports are made by app.learn's own
+functions (`weights_id`, `export_onnx`), so the service loads it exactly as a trained one.
+Nothing here reads a judged set: no dev data, nothing trained on it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+from app.learned import MANIFEST, MANIFEST_FORMAT, ONNX_DIR
 
 NOISE = 0.05
 SEED = 33
@@ -31,13 +35,22 @@ def make_second_encoder(root: Path) -> Path:
     generator = torch.Generator().manual_seed(SEED)
     with torch.no_grad():
         weight.add_(torch.randn(weight.shape, generator=generator) * NOISE)
-    model.save(str(root / "encoder"))
+    from app.learn.encoder import export_onnx, weights_id
+
+    encoder = root / "encoder"
+    model.save(str(encoder))
+    encoder_id = weights_id(encoder)
+    exports = export_onnx(model, encoder_id, encoder / ONNX_DIR)
     manifest = {
-        "format": 1,
+        "format": MANIFEST_FORMAT,
         "base_model": "all-MiniLM-L6-v2",
+        "encoder": {
+            "id": encoder_id,
+            "onnx": {name: str(path.relative_to(encoder)) for name, path in exports.items()},
+        },
         "training": {"kind": "test fixture", "noise": NOISE, "seed": SEED},
     }
-    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (root / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     return root
 
 

@@ -1,9 +1,10 @@
 """The parts one API process holds, built at startup and closed at shutdown.
 
-Requests read the index through `Services.index`: the query encoder and the store it
-searches, in one object that a model switch replaces whole (app/sync/switch.py), so one
-request never embeds with one encoder and searches another's vectors. The old index is
-closed only once no request holds it.
+Requests read the index through `Services.index`: the query encoder, the store it
+searches and the learned ranker trained with that encoder, in one object that a model
+switch replaces whole (app/sync/switch.py), so one request never embeds with one encoder
+and searches another's vectors. Its `version` goes out on every answer and with every
+impression. The old index is closed only once no request holds it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
@@ -22,10 +24,15 @@ from app.api.conversation import ConversationCodec, conversation_secret
 from app.core.config import Settings
 from app.embedding import Embedder
 from app.embedding.onnx_query import build_onnx_query_encoder
+from app.events.ids import RecommendationIds
+from app.events.log import EventLog
+from app.events.shop import ShopEvents
+from app.learned import load_learned_model
 from app.llm import Generator, OpenAIGenerator, build_generator
 from app.llm.metrics import LLMStateCollector
 from app.metrics import sync_registry
 from app.query import QueryUnderstanding, build_query_understanding
+from app.ranking import ranker_for
 from app.retrieval import Retriever
 from app.retrieval.retriever import QueryEncoder
 from app.store import VectorStore
@@ -40,22 +47,24 @@ SWITCH_DRAIN_SECONDS = 60.0
 
 
 class ServingIndex:
-    """A retriever (the query encoder and the index it searches) and its users.
+    """A retriever (the query encoder, the index it searches, the ranker) and its users.
 
     Args:
-        retriever: searches `model`'s index with `model`'s query encoder.
-        model: the encoder's id, shown on every answer (header X-Index-Model).
+        retriever: searches `model`'s index with `model`'s query encoder; its `version`
+            names the encoder and the ranking (`<model>|relevance` or `<model>|<learned>`).
+        model: the encoder's id.
     """
 
     def __init__(self, retriever: Retriever, model: str) -> None:
         self.retriever = retriever
         self.model = model
+        self.version = retriever.version
         self._users = 0
         self._idle = threading.Condition()
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[Retriever]:
-        """Hold the index for one request (a switch waits for it before closing it)."""
+        """Count a user while inside (`Services.holding` is how a request takes it)."""
         with self._idle:
             self._users += 1
         try:
@@ -85,10 +94,22 @@ class Services:
     metrics_registry: CollectorRegistry
     retrieval_gate: RetrievalGate
     conversations: ConversationCodec
+    events: ShopEvents
     switch: ModelSwitch
     index: ServingIndex
     # The index being built, its retriever made ahead so the switch only swaps objects.
     upcoming: ServingIndex | None = field(default=None, repr=False)
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[ServingIndex]:
+        """The serving index, held for one request: a switch closes it only after."""
+        while True:
+            index = self.index
+            with index.in_use():
+                # Held, then checked: a switch that replaced it in between waits for no one.
+                if index is self.index:
+                    yield index
+                    return
 
     def adopt(self, engine: SyncEngine) -> None:
         """Serve `engine`'s index from now on (the switch's `on_switch`, in the sync thread):
@@ -120,6 +141,8 @@ class Services:
             await self.runner.stop()
         await self.generator.aclose()
         await self.understanding.aclose()
+        if self.events.log is not None:
+            await asyncio.to_thread(self.events.log.close)
         await asyncio.to_thread(self.switch.close)
 
 
@@ -132,9 +155,25 @@ def _query_encoder(settings: Settings, embedder: Embedder) -> QueryEncoder:
 
 
 def serving_index(settings: Settings, engine: SyncEngine) -> ServingIndex:
-    """The retriever of `engine`'s index, paired with the encoder its vectors came from."""
-    retriever = Retriever(_query_encoder(settings, engine.embedder), engine.store, settings)
-    return ServingIndex(retriever, engine.embedder.model_id)
+    """The retriever of `engine`'s index, paired with the encoder its vectors came from
+    and the ranker of the learned model that encoder belongs to (`engine.settings`: the
+    serving index's own while another one is built).
+
+    Raises:
+        LearnedModelError: that learned model's ranker cannot be loaded.
+    """
+    learned = engine.settings.learned_model
+    ranker = ranker_for(learned)
+    ranking = load_learned_model(learned).model_id if ranker is not None else "relevance"
+    model = engine.embedder.model_id
+    retriever = Retriever(
+        _query_encoder(settings, engine.embedder),
+        engine.store,
+        settings,
+        ranker=ranker,
+        version=f"{model}|{ranking}",
+    )
+    return ServingIndex(retriever, model)
 
 
 def build_services(settings: Settings) -> Services:
@@ -145,7 +184,8 @@ def build_services(settings: Settings) -> Services:
 
     Raises:
         StoreError: the store cannot be opened (locked by another process, wrong dimension).
-        LearnedModelError: LEARNED_MODEL is not a learned model folder.
+        LearnedModelError: LEARNED_MODEL is not a learned model folder, or its encoder or
+            ranker cannot be loaded.
     """
     # A replica (SYNC_MODE=off) serves what the syncer switched to; it builds nothing.
     switch = open_indexes(settings, build=settings.sync_mode == "embedded")
@@ -164,6 +204,7 @@ def build_services(settings: Settings) -> Services:
         else None
     )
     generator = build_generator(settings)
+    secret = conversation_secret(settings)
     registry = sync_registry(lambda: switch.serving)
     if isinstance(generator, OpenAIGenerator):
         registry.register(LLMStateCollector(generator))
@@ -180,8 +221,12 @@ def build_services(settings: Settings) -> Services:
         retrieval_gate=RetrievalGate(
             settings.retrieval_concurrency, settings.retrieval_max_waiting
         ),
-        conversations=ConversationCodec(
-            conversation_secret(settings), settings.conversation_ttl_seconds
+        conversations=ConversationCodec(secret, settings.conversation_ttl_seconds),
+        events=ShopEvents(
+            log=_event_log(settings),
+            ids=RecommendationIds(secret, settings.events_attribution_days),
+            secret=secret,
+            record_impressions=settings.record_impressions,
         ),
         switch=switch,
         index=index,
@@ -189,3 +234,16 @@ def build_services(settings: Settings) -> Services:
     )
     switch.on_switch = services.adopt
     return services
+
+
+def _event_log(settings: Settings) -> EventLog | None:
+    try:
+        return EventLog(
+            Path(settings.events_dir),
+            settings.events_flush_seconds,
+            settings.events_segment_seconds,
+        )
+    except OSError as e:
+        # Answers must not depend on the events' disk: they go out, events are refused.
+        logger.error("events are not recorded: EVENTS_DIR %s: %s", settings.events_dir, e)
+        return None

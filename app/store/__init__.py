@@ -1,6 +1,7 @@
 """The vector store: one contract (`VectorStore`), two engines, one front door (`open_store`).
 
-- `QDRANT_URL` set          → a Qdrant server through qdrant-client.
+- `QDRANT_URL` set          → a Qdrant server through qdrant-client (several URLs: the nodes
+                              of a cluster, app/store/qdrant_nodes.py).
 - `QDRANT_PATH=:memory:`    → qdrant-client's in-process local mode (tests; nothing kept).
 - otherwise `QDRANT_PATH`   → the embedded qdrant-edge engine in that folder (default).
 
@@ -10,7 +11,7 @@ Each encoder has its own index there, and a pointer names the serving one (slots
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core.config import Settings
 from app.store.base import (
@@ -26,6 +27,9 @@ from app.store.base import (
     VectorStore,
 )
 
+if TYPE_CHECKING:
+    from app.store.qdrant_nodes import QdrantNodes
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -40,6 +44,7 @@ __all__ = [
     "StoredChunkHit",
     "VectorStore",
     "open_store",
+    "server_nodes",
 ]
 
 
@@ -72,6 +77,39 @@ def check_server_version(client: Any) -> tuple[int, int] | None:
     return major, minor
 
 
+def server_nodes(settings: Settings) -> QdrantNodes:
+    """A client per node of QDRANT_URL (its comma-separated list), server version checked.
+
+    Raises:
+        StoreError: a client could not be made or the server not reached.
+    """
+    from qdrant_client import QdrantClient
+
+    from app.store.qdrant_nodes import QdrantNodes
+
+    urls = settings.qdrant_urls
+    key = settings.qdrant_api_key
+    try:
+        # Our own version check (check_server_version) replaces the client's, which warns
+        # about any server more than one minor version from the client.
+        clients = [
+            QdrantClient(
+                url=url,
+                api_key=key.get_secret_value() if key else None,
+                check_compatibility=False,
+            )
+            for url in urls
+        ]
+        check_server_version(clients[0])
+    except Exception as e:
+        raise StoreError(
+            f"cannot open client: {e}",
+            backend="qdrant-remote",
+            collection=settings.qdrant_collection,
+        ) from e
+    return QdrantNodes(clients, urls)
+
+
 def open_store(settings: Settings, index: str | None = None) -> VectorStore:
     """Open the store the settings point at (see the module docstring for the routing).
 
@@ -88,30 +126,40 @@ def open_store(settings: Settings, index: str | None = None) -> VectorStore:
     if settings.qdrant_url or settings.qdrant_path == ":memory:":
         from qdrant_client import QdrantClient
 
-        from app.store.qdrant_client_store import QdrantClientStore
+        from app.store.qdrant_client_store import CollectionLayout, QdrantClientStore
+        from app.store.qdrant_nodes import QdrantNodes
 
-        remote = bool(settings.qdrant_url)
-        backend = "qdrant-remote" if remote else "qdrant-local"
-        try:
-            if remote:
-                key = settings.qdrant_api_key
-                # Our own version check (check_server_version) replaces the client's, which
-                # warns about any server more than one minor version from the client.
-                client = QdrantClient(
-                    url=settings.qdrant_url,
-                    api_key=key.get_secret_value() if key else None,
-                    check_compatibility=False,
-                )
-                check_server_version(client)
-            else:
-                client = QdrantClient(location=":memory:")
-        except Exception as e:
-            raise StoreError(
-                f"cannot open client: {e}", backend=backend, collection=collection
-            ) from e
+        urls = settings.qdrant_urls
+        key = settings.qdrant_api_key
         name = index or collection
-        logger.info("vector store: %s, collection %s", backend, name)
-        return QdrantClientStore(client, name, local=not remote, lease_name=collection)
+        if urls:
+            nodes = server_nodes(settings)
+        else:
+            try:
+                nodes = QdrantNodes([QdrantClient(location=":memory:")], [":memory:"])
+            except Exception as e:
+                raise StoreError(
+                    f"cannot open client: {e}", backend="qdrant-local", collection=name
+                ) from e
+        backend = "qdrant-remote" if urls else "qdrant-local"
+        logger.info("vector store: %s %s, collection %s", backend, ", ".join(urls), name)
+        layout = CollectionLayout(
+            shards=settings.qdrant_shards,
+            replication_factor=settings.qdrant_replication_factor,
+            write_consistency=settings.qdrant_write_consistency,
+        )
+        return QdrantClientStore(
+            nodes,
+            name,
+            local=not urls,
+            layout=layout,
+            fence_key=(
+                key.get_secret_value()
+                if urls and key is not None and settings.sync_lease_fence
+                else None
+            ),
+            lease_name=collection,
+        )
 
     from app.store.edge_store import EdgeStore
 

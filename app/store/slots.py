@@ -29,11 +29,14 @@ import logging
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from app.core.config import Settings
 from app.store.base import StoreError
 from app.store.edge_store import STATE_FILE, write_atomically
+
+if TYPE_CHECKING:
+    from app.store.qdrant_nodes import QdrantNodes
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +71,7 @@ class IndexSlots:
             else "edge"
         )
         self._root = Path(settings.qdrant_path)
-        self._client: Any = None
+        self._nodes: QdrantNodes | None = None
 
     # --- where ------------------------------------------------------------------------
     def serving(self, next_model: str | None = None) -> str:
@@ -161,9 +164,9 @@ class IndexSlots:
         return [f for f in found if f != serving and f not in keep]
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        if self._nodes is not None:
+            self._nodes.close()
+            self._nodes = None
 
     # --- engine calls -------------------------------------------------------------------
     def _read_pointer(self) -> str | None:
@@ -180,17 +183,14 @@ class IndexSlots:
         return shard
 
     def _server(self, what: str, *args: Any, **kwargs: Any) -> Any:
-        if self._client is None:
-            from qdrant_client import QdrantClient
+        """A call of qdrant-client's `what`, sent to the next node while one is unreachable
+        (QDRANT_URL's nodes, app/store/qdrant_nodes.py)."""
+        if self._nodes is None:
+            from app.store import server_nodes
 
-            key = self.settings.qdrant_api_key
-            self._client = QdrantClient(
-                url=self.settings.qdrant_url,
-                api_key=key.get_secret_value() if key else None,
-                check_compatibility=False,
-            )
+            self._nodes = server_nodes(self.settings)
         try:
-            return getattr(self._client, what)(*args, **kwargs)
+            return self._nodes.call(getattr(self._nodes.current, what), *args, **kwargs)
         except Exception as e:
             raise StoreError(
                 f"{what} failed: {e}", backend="qdrant-remote", collection=self.base

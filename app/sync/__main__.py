@@ -14,7 +14,7 @@ each cycle also builds that encoder's index beside it and switches once it verif
 
 Exit codes: 0 done, 1 verify found differences, 2 store/table error, 3 another process
 is syncing the same collection (app/sync/lock.py on this host, app/sync/lease.py across
-hosts sharing a Qdrant server; --loop waits for it instead).
+hosts sharing a Qdrant server, or took the lease over mid-cycle; --loop waits for it instead).
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from app.core.errors import TerminalError
 from app.core.logging import configure_logging
 from app.store import StoreError
 from app.sync.backoff import RetryLoop
-from app.sync.engine import SyncEngine
 from app.sync.hudi_source import TableReadError
-from app.sync.lease import LeaseHeldError
+from app.sync.lease import LeaseHeldError, LeaseLostError
 from app.sync.lock import SyncBusyError
 from app.sync.switch import ModelSwitch, open_indexes
 from app.sync.verify import mirror_verify
@@ -51,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     configure_logging(settings.log_level)
     try:
-        switch = open_indexes(settings)
+        # --verify reads the serving index only: it opens (creates) no index beside it.
+        switch = open_indexes(settings, build=not args.verify)
         try:
             if args.verify:
                 engine = switch.serving
@@ -75,11 +75,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipped {cycle.skipped}")
             print(f"deleted {cycle.deleted}")
             print(f"payload_updates {cycle.payload_updates}")
+            print(f"sparse_rewrites {cycle.sparse_rewrites}")
             print(f"model {switch.serving_model}")
             return 0
         finally:
             switch.close()
-    except (SyncBusyError, LeaseHeldError) as e:
+    except (SyncBusyError, LeaseHeldError, LeaseLostError) as e:
         print(f"busy: {e}", file=sys.stderr)
         return 3
     except (StoreError, TableReadError, TerminalError) as e:
@@ -87,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _loop(switch: ModelSwitch | SyncEngine, interval: float) -> int:
+def _loop(switch: ModelSwitch, interval: float) -> int:
+    """Cycles until interrupted; the caller's `switch.close()` releases the lease (the next
+    syncer need not wait for its expiry)."""
     logger.info("sync loop every %.1fs", interval)
     loop = RetryLoop(interval, logger)
     try:
@@ -95,9 +98,6 @@ def _loop(switch: ModelSwitch | SyncEngine, interval: float) -> int:
             time.sleep(delay)
     except KeyboardInterrupt:
         pass
-    lease = (switch.serving if isinstance(switch, ModelSwitch) else switch).lease
-    if lease is not None:
-        lease.release()  # the next syncer need not wait for the expiry
     return 0
 
 

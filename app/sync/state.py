@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from app.sync.chunking import signature_model
+
 CycleMode = Literal["bootstrap", "incremental", "full", "noop"]
 # How an incremental cycle found removed products: not needed (no removing commit), by
 # reading the file groups the removing commits wrote, or by comparing every key.
@@ -24,9 +26,10 @@ class SyncCheckpoint:
     store held when the checkpoint was written: a store that holds none while its
     checkpoint says otherwise lost its vectors. `unindexed` counts points written since the
     search index was last built, so increments add up to an index build too.
-    `embedding_model` and `learned_model` are the settings the encoder was loaded with: a
-    service told to use another model keeps answering from this index, with this encoder,
-    until the index of the new one is built beside it (app/sync/switch.py).
+    `model_id` names the encoder's vector space; `embedding_model` and `learned_model` are
+    the settings it was loaded with: a service told to use another model keeps answering
+    from this index, with this encoder, until the index of the new one is built beside it
+    (app/sync/switch.py).
     """
 
     completed: str
@@ -35,14 +38,15 @@ class SyncCheckpoint:
     signature: str
     chunks: int = 0
     unindexed: int = 0
+    model_id: str = ""
     embedding_model: str = ""
     learned_model: str = ""
 
     @property
     def model(self) -> str:
-        """The id of the encoder whose vectors the index holds (a field of the signature)."""
-        parts = self.signature.split("|")
-        return parts[1] if len(parts) > 1 else ""
+        """The id of the encoder whose vectors the index holds (from the signature for a
+        checkpoint written before `model_id` was)."""
+        return self.model_id or signature_model(self.signature)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,6 +62,7 @@ class SyncCheckpoint:
             signature=str(raw.get("signature", "")),
             chunks=int(raw.get("chunks") or 0),
             unindexed=int(raw.get("unindexed") or 0),
+            model_id=str(raw.get("model_id") or ""),
             embedding_model=str(raw.get("embedding_model") or ""),
             learned_model=str(raw.get("learned_model") or ""),
         )
@@ -75,6 +80,7 @@ class CycleReport:
     loaded: int = 0  # new chunks whose vector came from VECTORS_TABLE_PATH (not embedded)
     skipped: int = 0
     payload_updates: int = 0
+    sparse_rewrites: int = 0  # kept chunks whose BM25 vector was rewritten (a format change)
     deleted: int = 0
     key_reconciliation: bool = False  # every table key vs every stored id was compared
     removal_scan: RemovalScanKind = "none"

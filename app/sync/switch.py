@@ -31,7 +31,8 @@ from typing import Literal
 
 from app.core.config import Settings
 from app.core.errors import RecommenderError
-from app.embedding import Embedder, embedder_for
+from app.embedding import Embedder
+from app.embedding.learned import wanted_embedder
 from app.store import VectorStore, open_store
 from app.store.slots import IndexSlots
 from app.sync.engine import CycleCancelledError, SyncEngine
@@ -179,7 +180,7 @@ class ModelSwitch:
         A crash before `promote` restarts on the old index, and resumes the new one's build."""
         old, old_index = self.serving, self.serving_index
         if engine.lease is not None and isinstance(engine.store, LeaseStore):
-            engine.lease.store = engine.store  # the old store is closed below
+            engine.lease.move_to(engine.store)  # the old store is closed below
         self.serving, self.serving_index = engine, self.building_index
         self.building, self.build = None, None
         self.last_switch = SwitchRecord(
@@ -214,7 +215,7 @@ class ModelSwitch:
             self.slots.close()
 
 
-class SwitchVerifyError(Exception):
+class SwitchVerifyError(RecommenderError):
     """The next index failed its mirror check: it is rebuilt, never switched to."""
 
 
@@ -222,7 +223,7 @@ def open_indexes(
     settings: Settings,
     *,
     build: bool = True,
-    load: Callable[[Settings], Embedder] = embedder_for,
+    load: Callable[[Settings], Embedder] = wanted_embedder,
 ) -> ModelSwitch:
     """Open the serving index with its own encoder, and the wanted encoder's beside it
     when they differ (see the module docstring); `build=False` opens the serving one only

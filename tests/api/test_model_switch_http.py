@@ -5,9 +5,10 @@ products). First with the packaged MiniLM: it bootstraps, and its answers are ta
 restarted with LEARNED_MODEL naming a second real encoder (tests/learned_models.py): it
 keeps answering from the packaged index while the sync builds, verifies and switches to
 the learned one, and two client threads ask `/recommend` the whole time. Every answer must
-be a 200, name its model (X-Index-Model), and carry exactly that model's products and
-scores; a thread that got a learned answer never gets a packaged one again. Afterwards
-`python -m app.sync --verify` finds the learned index a mirror (0/0/0).
+be a 200, name its model (`ranking_version`, the same in the X-Ranking-Version header), and
+carry exactly that model's products and scores; a thread that got a learned answer never
+gets a packaged one again. Afterwards `python -m app.sync --verify` finds the learned index
+a mirror (0/0/0) of every product.
 """
 
 from __future__ import annotations
@@ -51,8 +52,14 @@ class Reply:
     thread: int
     query: str
     status: int
-    model: str | None
+    version: str | None
+    header: str | None
     products: Answer
+
+    @property
+    def model(self) -> str | None:
+        """The encoder's id: the version's first part (`<model>|<ranking>`)."""
+        return self.version.split("|")[0] if self.version else None
 
 
 class Service:
@@ -98,9 +105,14 @@ class Service:
 def ask(client: httpx.Client, query: str, thread: int = 0) -> Reply:
     r = client.post("/recommend", json={"query": query, "top_k": 5})
     products: Answer = ()
+    version = None
     if r.status_code == 200:
-        products = tuple((p["id"], p["score"]) for p in r.json()["products"])
-    return Reply(thread, query, r.status_code, r.headers.get("x-index-model"), products)
+        body = r.json()
+        products = tuple((p["id"], p["score"]) for p in body["products"])
+        version = body["ranking_version"]
+    return Reply(
+        thread, query, r.status_code, version, r.headers.get("x-ranking-version"), products
+    )
 
 
 @pytest.fixture
@@ -148,6 +160,7 @@ def test_a_model_switch_under_load_never_mixes_models_and_never_fails(
     finally:
         packaged.stop()
     assert old_model is not None and old_model.startswith("all-MiniLM-L6-v2")
+    assert before[QUERIES[0]].version == f"{old_model}|relevance"  # no learned ranker
     assert all(r.status == 200 and r.model == old_model and r.products for r in before.values())
 
     learned_env = {**env, "LEARNED_MODEL": str(second_encoder)}
@@ -202,6 +215,7 @@ def test_a_model_switch_under_load_never_mixes_models_and_never_fails(
     assert {q: r.products for q, r in before.items()} != {q: r.products for q, r in after.items()}
 
     assert replies and all(r.status == 200 for r in replies), {r.status for r in replies}
+    assert all(r.header == r.version for r in replies)
     assert {r.model for r in replies} == {old_model, new_model}
     expected = {old_model: before, new_model: after}
     for r in replies:

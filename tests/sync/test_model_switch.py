@@ -16,19 +16,26 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from app.core.config import Settings
 from app.retrieval import Retriever
+from app.store import open_store
+from app.store.base import StoreFencedError
 from app.store.slots import POINTER_FILE, IndexSlots, model_slug
+from app.sync.lease import LeaseStore, SyncLease
 from app.sync.switch import ModelSwitch, open_indexes
 from app.sync.verify import mirror_verify
 from spark_jobs.upsert_products import upsert_rows
 from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
 from tests.learned_models import model_cache_fixture, second_encoder_fixture  # noqa: F401
+from tests.qdrant_server import FENCED_API_KEY, free_port, qdrant_fenced_server_fixture  # noqa: F401
+from tests.store.sample_points import point
 from tests.synctools import engine_settings, product, sync_cli_in_process
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -243,5 +250,59 @@ def test_a_build_killed_midway_is_resumed_and_never_served(
         assert totals.skipped == BATCH * KILL_AT
         assert totals.embedded + totals.skipped == old_chunks
         assert _mirror(switch) == (0, 0, 0, len(EXPECTED_IDS))
+    finally:
+        switch.close()
+
+
+@pytest.mark.server
+def test_the_index_built_beside_is_fenced_by_the_lease_on_a_node_list(
+    qdrant_fenced_server: str, tmp_path: Path, second_encoder: Path, model_cache: Path
+) -> None:
+    """On a server with JWT RBAC, reached through a QDRANT_URL node list whose first node
+    is down: the learned index's writes carry the lease's fence, so once another syncer
+    takes the lease over, a late write to it is refused by the server, as one to the
+    serving index is."""
+    table = tmp_path / "cow_aged"
+    shutil.copytree(HERE / "cow_aged", table)
+    packaged = Settings(
+        hudi_table_path=str(table),
+        # Nothing listens on the first node: every call fails over to the second.
+        qdrant_url=f"http://127.0.0.1:{free_port()},{qdrant_fenced_server}",
+        qdrant_api_key=FENCED_API_KEY,
+        qdrant_collection=f"fenced_{uuid.uuid4().hex[:12]}",
+        max_chunk_tokens=64,
+        chunk_overlap_tokens=8,
+        sync_lock_dir=str(tmp_path / "locks"),
+        model_cache_dir=str(model_cache),
+    )
+    first = open_indexes(packaged)
+    try:
+        assert first.run_cycle().mode == "bootstrap"
+        old_chunks = first.serving.store.count()
+    finally:
+        first.close()  # releases the lease at epoch 1
+
+    switch = open_indexes(packaged.model_copy(update={"learned_model": str(second_encoder)}))
+    try:
+        building, lease = switch.building, switch.serving.lease
+        assert building is not None and lease is not None
+        assert lease.claim().epoch == 2 and lease.fenced
+        vector = building.embedder.embed(["a late write"])[0]
+        late = point(NEW_ID, 0, vector, category=None, price=1.0)
+        building.store.upsert([late])  # under the lease: admitted
+        assert building.store.count() == 1
+
+        # Another syncer, whose clock is an hour ahead, sees the lease expired: epoch 3.
+        other_store = open_store(packaged)
+        try:
+            other = SyncLease(cast(LeaseStore, other_store), 30, clock=lambda: time.time() + 3600)
+            assert other.claim().epoch == 3
+        finally:
+            other_store.close()
+        with pytest.raises(StoreFencedError):
+            building.store.upsert([late])
+        with pytest.raises(StoreFencedError):
+            switch.serving.store.upsert([late])
+        assert building.store.count() == 1 and switch.serving.store.count() == old_chunks
     finally:
         switch.close()

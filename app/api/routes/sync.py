@@ -50,6 +50,7 @@ def sync_status(
         "lease": {
             "holder": lease.holder,
             "until": lease.until,
+            "epoch": lease.epoch,
             "held_here": engine.lease is not None and lease.holder == engine.lease.holder,
         }
         if lease is not None
