@@ -242,7 +242,8 @@ def open_indexes(
         opened.append(store)
         cp = SyncCheckpoint.from_dict(store.load_state())
         if cp is None or cp.model == wanted.model_id:
-            _drop_leftovers(slots, keep={where})
+            if build:
+                _drop_leftovers(slots, keep={where})
             engine = SyncEngine(settings, store, wanted)
             return ModelSwitch(slots, engine, serving_index=where)
         # The index serves another encoder's vectors: keep answering with that encoder

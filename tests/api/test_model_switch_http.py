@@ -13,6 +13,7 @@ a mirror (0/0/0) of every product.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -54,6 +55,7 @@ class Reply:
     status: int
     version: str | None
     header: str | None
+    rid: str | None
     products: Answer
 
     @property
@@ -105,13 +107,13 @@ class Service:
 def ask(client: httpx.Client, query: str, thread: int = 0) -> Reply:
     r = client.post("/recommend", json={"query": query, "top_k": 5})
     products: Answer = ()
-    version = None
+    version = rid = None
     if r.status_code == 200:
         body = r.json()
         products = tuple((p["id"], p["score"]) for p in body["products"])
-        version = body["ranking_version"]
+        version, rid = body["ranking_version"], body["recommendation_id"]
     return Reply(
-        thread, query, r.status_code, version, r.headers.get("x-ranking-version"), products
+        thread, query, r.status_code, version, r.headers.get("x-ranking-version"), rid, products
     )
 
 
@@ -225,7 +227,23 @@ def test_a_model_switch_under_load_never_mixes_models_and_never_fails(
         first_new = models.index(new_model)
         assert set(models[:first_new]) <= {old_model} and set(models[first_new:]) == {new_model}
 
+    # Each answer's impression recorded the version that answered it, one per answer.
+    answers = [*before.values(), *replies, *after.values()]
+    assert _impressions(Path(env["DATA_DIR"]) / "events") == {r.rid: r.version for r in answers}
+
     code, out = sync_cli_in_process(["--verify"], learned_env, monkeypatch, capsys)
     assert code == 0, out
     assert f"model {new_model}\n" in out and "missing 0\nstale 0\nextra 0" in out, out
     assert f"products {len(EXPECTED_IDS)}\n" in out, out
+
+
+def _impressions(events: Path) -> dict[str, str]:
+    """recommendation_id -> ranking of every impression the services wrote (segments closed
+    at shutdown, and any left open by a process that did not stop cleanly)."""
+    found: dict[str, str] = {}
+    for segment in sorted(events.rglob("*.jsonl")):
+        for line in segment.read_text(encoding="utf-8").splitlines():
+            event = json.loads(line)
+            if event["type"] == "impression":
+                found[event["recommendation_id"]] = event["ranking"]
+    return found
