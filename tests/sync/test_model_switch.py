@@ -88,6 +88,12 @@ def test_switch_builds_beside_verifies_catches_up_and_drops_the_old_index(
         old_index, old_chunks = first.serving_index, first.serving.store.count()
     finally:
         first.close()
+    # Reopened with the same encoder: its index is recognised, nothing is built beside it.
+    same = open_indexes(packaged)
+    try:
+        assert same.building is None and same.serving_index == old_index
+    finally:
+        same.close()
 
     switch = open_indexes(learned)
     try:
