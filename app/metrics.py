@@ -91,8 +91,13 @@ class HttpMetricsMiddleware:
 class SyncCollector(Collector):
     """Sync counters and gauges taken from the engine's totals at scrape time."""
 
-    def __init__(self, engine: SyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, engine: SyncEngine | Callable[[], SyncEngine]) -> None:
+        # A callable names the serving index's engine, which a model switch replaces.
+        self._engine = engine
+
+    @property
+    def engine(self) -> SyncEngine:
+        return self._engine() if callable(self._engine) else self._engine
 
     def collect(self) -> Iterator[Metric]:
         try:
@@ -133,7 +138,7 @@ class SyncCollector(Collector):
         yield GaugeMetricFamily("vector_store_points", "Points (chunks) in the collection.", points)
 
 
-def sync_registry(engine: SyncEngine) -> CollectorRegistry:
+def sync_registry(engine: SyncEngine | Callable[[], SyncEngine]) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SyncCollector(engine))
     return registry

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, ParamSpec, TypeVar
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request, Response, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
@@ -42,8 +42,16 @@ async def get_settings(services: ServicesDep) -> Settings:
     return services.settings
 
 
-async def get_retriever(services: ServicesDep) -> Retriever:
-    return services.retriever
+# Names the encoder (and so the index) and the ranking that answered, on every route that
+# searches (the JSON answers also carry it as `ranking_version`).
+RANKING_VERSION_HEADER = "X-Ranking-Version"
+
+
+async def get_retriever(services: ServicesDep, response: Response) -> AsyncIterator[Retriever]:
+    """The serving index for the whole request: a model switch waits until it is done."""
+    with services.holding() as index:
+        response.headers[RANKING_VERSION_HEADER] = index.version
+        yield index.retriever
 
 
 async def get_generator(services: ServicesDep) -> Generator:

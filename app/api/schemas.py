@@ -165,6 +165,11 @@ class SearchResponse(BaseModel):
         description="This answer's id: name it in POST /events (clicks, add-to-carts, "
         "purchases) so what the shopper did is credited to what they were shown."
     )
+    ranking_version: str = Field(
+        description="Which encoder (and so which index) and which ranking answered: "
+        "`<model id>|relevance`, or `<model id>|<learned model id>` with a learned ranker. "
+        "A model switch changes it between two answers, never within one."
+    )
 
 
 class RecommendResponse(SearchResponse):

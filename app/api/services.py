@@ -1,10 +1,20 @@
-"""The parts one API process holds, built at startup and closed at shutdown."""
+"""The parts one API process holds, built at startup and closed at shutdown.
+
+Requests read the index through `Services.index`: the query encoder, the store it
+searches and the learned ranker trained with that encoder, in one object that a model
+switch replaces whole (app/sync/switch.py), so one request never embeds with one encoder
+and searches another's vectors. Its `version` goes out on every answer and with every
+impression. The old index is closed only once no request holds it.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -12,12 +22,13 @@ from prometheus_client import CollectorRegistry
 from app.api.admission import RetrievalGate
 from app.api.conversation import ConversationCodec, conversation_secret
 from app.core.config import Settings
-from app.embedding import Embedder, embedder_for
+from app.embedding import Embedder
 from app.embedding.onnx_query import build_onnx_query_encoder
 from app.events.ids import RecommendationIds
 from app.events.log import EventLog
 from app.events.shipping import SegmentShipper, is_object_store, s3_client
 from app.events.shop import ShopEvents
+from app.learned import load_learned_model
 from app.llm import Generator, OpenAIGenerator, build_generator
 from app.llm.metrics import LLMStateCollector
 from app.metrics import sync_registry
@@ -25,16 +36,54 @@ from app.query import QueryUnderstanding, build_query_understanding
 from app.ranking import ranker_for
 from app.retrieval import Retriever
 from app.retrieval.retriever import QueryEncoder
-from app.store import VectorStore, open_store
+from app.store import VectorStore
 from app.sync.engine import SyncEngine
 from app.sync.runner import SyncRunner
+from app.sync.switch import ModelSwitch, open_indexes
 
 logger = logging.getLogger(__name__)
+
+# How long a switch waits for requests still searching the old index before closing it.
+SWITCH_DRAIN_SECONDS = 60.0
+
+
+class ServingIndex:
+    """A retriever (the query encoder, the index it searches, the ranker) and its users.
+
+    Args:
+        retriever: searches `model`'s index with `model`'s query encoder; its `version`
+            names the encoder and the ranking (`<model>|relevance` or `<model>|<learned>`).
+        model: the encoder's id.
+    """
+
+    def __init__(self, retriever: Retriever, model: str) -> None:
+        self.retriever = retriever
+        self.model = model
+        self.version = retriever.version
+        self._users = 0
+        self._idle = threading.Condition()
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[Retriever]:
+        """Count a user while inside (`Services.holding` is how a request takes it)."""
+        with self._idle:
+            self._users += 1
+        try:
+            yield self.retriever
+        finally:
+            with self._idle:
+                self._users -= 1
+                self._idle.notify_all()
+
+    def wait_unused(self, timeout: float) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: self._users == 0, timeout)
 
 
 @dataclass
 class Services:
     settings: Settings
+    # The serving index's parts (replaced by a model switch; requests use `index`).
     store: VectorStore
     embedder: Embedder
     engine: SyncEngine
@@ -47,6 +96,40 @@ class Services:
     retrieval_gate: RetrievalGate
     conversations: ConversationCodec
     events: ShopEvents
+    switch: ModelSwitch
+    index: ServingIndex
+    # The index being built, its retriever made ahead so the switch only swaps objects.
+    upcoming: ServingIndex | None = field(default=None, repr=False)
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[ServingIndex]:
+        """The serving index, held for one request: a switch closes it only after."""
+        while True:
+            index = self.index
+            with index.in_use():
+                # Held, then checked: a switch that replaced it in between waits for no one.
+                if index is self.index:
+                    yield index
+                    return
+
+    def adopt(self, engine: SyncEngine) -> None:
+        """Serve `engine`'s index from now on (the switch's `on_switch`, in the sync thread):
+        new requests get the new pair; returns once the old one has no request left."""
+        new = self.upcoming
+        if new is None or new.retriever.store is not engine.store:
+            new = serving_index(self.settings, engine)
+        old, self.upcoming = self.index, None
+        self.index, self.retriever = new, new.retriever
+        self.store, self.embedder, self.engine = engine.store, engine.embedder, engine
+        for vocabulary in (self.understanding.vocabulary, self.understanding.brands):
+            if vocabulary is not None:
+                vocabulary.store = engine.store
+        if not old.wait_unused(SWITCH_DRAIN_SECONDS):
+            logger.warning(
+                "requests still read the index of %s after %.0fs; closing it anyway",
+                old.model,
+                SWITCH_DRAIN_SECONDS,
+            )
 
     def is_ready(self) -> bool:
         """Serving a complete index: a first cycle done here, or a checkpoint left by the syncer."""
@@ -61,7 +144,7 @@ class Services:
         await self.understanding.aclose()
         if self.events.log is not None:
             await asyncio.to_thread(self.events.log.close)
-        await asyncio.to_thread(self.store.close)
+        await asyncio.to_thread(self.switch.close)
 
 
 def _query_encoder(settings: Settings, embedder: Embedder) -> QueryEncoder:
@@ -72,37 +155,66 @@ def _query_encoder(settings: Settings, embedder: Embedder) -> QueryEncoder:
     return embedder
 
 
+def serving_index(settings: Settings, engine: SyncEngine) -> ServingIndex:
+    """The retriever of `engine`'s index, paired with the encoder its vectors came from
+    and the ranker of the learned model that encoder belongs to (`engine.settings`: the
+    serving index's own while another one is built).
+
+    Raises:
+        LearnedModelError: that learned model's ranker cannot be loaded.
+    """
+    learned = engine.settings.learned_model
+    ranker = ranker_for(learned)
+    ranking = load_learned_model(learned).model_id if ranker is not None else "relevance"
+    model = engine.embedder.model_id
+    retriever = Retriever(
+        _query_encoder(settings, engine.embedder),
+        engine.store,
+        settings,
+        ranker=ranker,
+        version=f"{model}|{ranking}",
+    )
+    return ServingIndex(retriever, model)
+
+
 def build_services(settings: Settings) -> Services:
     """Open the store, load the model and build the engine (blocking; seconds).
 
+    With LEARNED_MODEL naming another encoder than the serving index's, the serving index
+    answers with its own encoder while the sync builds the new one's (app/sync/switch.py).
+
     Raises:
         StoreError: the store cannot be opened (locked by another process, wrong dimension).
-        LearnedModelError: LEARNED_MODEL names a ranker that cannot be loaded.
+        LearnedModelError: LEARNED_MODEL is not a learned model folder, or its encoder or
+            ranker cannot be loaded.
     """
-    store = open_store(settings)
+    # A replica (SYNC_MODE=off) serves what the syncer switched to; it builds nothing.
+    switch = open_indexes(settings, build=settings.sync_mode == "embedded")
     try:
-        embedder = embedder_for(settings)
-        engine = SyncEngine(settings, store, embedder)
-        ranker = ranker_for(settings.learned_model)
+        engine = switch.serving
+        store, embedder = engine.store, engine.embedder
+        index = serving_index(settings, engine)
+        building = switch.building
+        upcoming = serving_index(settings, building) if building is not None else None
     except BaseException:
-        store.close()
+        switch.close()
         raise
     runner = (
-        SyncRunner(engine, settings.sync_interval_seconds)
+        SyncRunner(switch, settings.sync_interval_seconds)
         if settings.sync_mode == "embedded"
         else None
     )
     generator = build_generator(settings)
     secret = conversation_secret(settings)
-    registry = sync_registry(engine)
+    registry = sync_registry(lambda: switch.serving)
     if isinstance(generator, OpenAIGenerator):
         registry.register(LLMStateCollector(generator))
-    return Services(
+    services = Services(
         settings=settings,
         store=store,
         embedder=embedder,
         engine=engine,
-        retriever=Retriever(_query_encoder(settings, embedder), store, settings, ranker=ranker),
+        retriever=index.retriever,
         understanding=build_query_understanding(settings, store),
         generator=generator,
         runner=runner,
@@ -115,10 +227,14 @@ def build_services(settings: Settings) -> Services:
             log=_event_log(settings),
             ids=RecommendationIds(secret, settings.events_attribution_days),
             secret=secret,
-            ranking_version=f"{embedder.model_id}|relevance",
             record_impressions=settings.record_impressions,
         ),
+        switch=switch,
+        index=index,
+        upcoming=upcoming,
     )
+    switch.on_switch = services.adopt
+    return services
 
 
 def _event_log(settings: Settings) -> EventLog | None:

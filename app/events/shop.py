@@ -50,14 +50,12 @@ class ShopEvents:
         answers unaffected).
     ids: mints and checks recommendation ids.
     secret: keys the hash of shoppers' session tokens.
-    ranking_version: recorded with each impression (which model and fusion ranked it).
     record_impressions: RECORD_IMPRESSIONS.
     """
 
     log: EventLog | None
     ids: RecommendationIds
     secret: bytes
-    ranking_version: str
     record_impressions: bool = True
 
     def impression(
@@ -69,8 +67,10 @@ class ShopEvents:
         shown: Sequence[Shown],
         conversation: str,
         follows: str | None,
+        ranking: str,
     ) -> str:
-        """Mint the answer's recommendation_id and queue its impression (never blocks)."""
+        """Mint the answer's recommendation_id and queue its impression (never blocks);
+        `ranking` is the version of what ranked it (encoder and ranking, `Retriever.version`)."""
         rid = self.ids.mint()
         if self.log is None or not self.record_impressions:
             return rid
@@ -87,7 +87,7 @@ class ShopEvents:
                     filters=_json(list(filters)),
                     products=_json(products),
                     shown=len(shown),
-                    ranking=self.ranking_version,
+                    ranking=ranking,
                     conversation=digest(conversation),
                     follows=digest(follows) if follows else None,
                     source=self.log.source,

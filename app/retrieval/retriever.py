@@ -87,6 +87,8 @@ class Retriever:
         FUSION_LEXICAL_WEIGHT (`python -m app.eval` passes others to compare).
     ranker: a learned ranker (app.ranking.ranker_for(LEARNED_MODEL)); None keeps the
         fused order.
+    version: which encoder and ranking answer (`<model id>|<ranking>`), shown on every
+        answer and recorded with its impression (app/api/services.py).
     """
 
     def __init__(
@@ -96,10 +98,12 @@ class Retriever:
         settings: Settings,
         fusion: FusionSpec | None = None,
         ranker: Ranker | None = None,
+        version: str = "",
     ) -> None:
         self.embedder = embedder
         self.store = store
         self.ranker = ranker
+        self.version = version
         self.ranker_candidates = settings.ranker_candidates
         self.min_probability = settings.ranker_min_probability
         self.similarity_threshold = settings.similarity_threshold

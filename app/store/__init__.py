@@ -4,12 +4,14 @@
                               of a cluster, app/store/qdrant_nodes.py).
 - `QDRANT_PATH=:memory:`    → qdrant-client's in-process local mode (tests; nothing kept).
 - otherwise `QDRANT_PATH`   → the embedded qdrant-edge engine in that folder (default).
+
+Each encoder has its own index there, and a pointer names the serving one (slots.py).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core.config import Settings
 from app.store.base import (
@@ -25,6 +27,9 @@ from app.store.base import (
     VectorStore,
 )
 
+if TYPE_CHECKING:
+    from app.store.qdrant_nodes import QdrantNodes
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -39,6 +44,7 @@ __all__ = [
     "StoredChunkHit",
     "VectorStore",
     "open_store",
+    "server_nodes",
 ]
 
 
@@ -71,8 +77,46 @@ def check_server_version(client: Any) -> tuple[int, int] | None:
     return major, minor
 
 
-def open_store(settings: Settings) -> VectorStore:
+def server_nodes(settings: Settings) -> QdrantNodes:
+    """A client per node of QDRANT_URL (its comma-separated list), server version checked.
+
+    Raises:
+        StoreError: a client could not be made or the server not reached.
+    """
+    from qdrant_client import QdrantClient
+
+    from app.store.qdrant_nodes import QdrantNodes
+
+    urls = settings.qdrant_urls
+    key = settings.qdrant_api_key
+    try:
+        # Our own version check (check_server_version) replaces the client's, which warns
+        # about any server more than one minor version from the client.
+        clients = [
+            QdrantClient(
+                url=url,
+                api_key=key.get_secret_value() if key else None,
+                check_compatibility=False,
+            )
+            for url in urls
+        ]
+        check_server_version(clients[0])
+    except Exception as e:
+        raise StoreError(
+            f"cannot open client: {e}",
+            backend="qdrant-remote",
+            collection=settings.qdrant_collection,
+        ) from e
+    return QdrantNodes(clients, urls)
+
+
+def open_store(settings: Settings, index: str | None = None) -> VectorStore:
     """Open the store the settings point at (see the module docstring for the routing).
+
+    Args:
+        index: the collection (server, `:memory:`) or shard folder (edge) to open instead
+            of QDRANT_COLLECTION / QDRANT_PATH: one encoder's index (app/store/slots.py).
+            The sync lease stays QDRANT_COLLECTION's, whichever index is open.
 
     Raises:
         StoreError: the client or engine could not be opened (StoreLockedError if the
@@ -87,35 +131,26 @@ def open_store(settings: Settings) -> VectorStore:
 
         urls = settings.qdrant_urls
         key = settings.qdrant_api_key
+        name = index or collection
+        if urls:
+            nodes = server_nodes(settings)
+        else:
+            try:
+                nodes = QdrantNodes([QdrantClient(location=":memory:")], [":memory:"])
+            except Exception as e:
+                raise StoreError(
+                    f"cannot open client: {e}", backend="qdrant-local", collection=name
+                ) from e
         backend = "qdrant-remote" if urls else "qdrant-local"
-        try:
-            if urls:
-                # Our own version check (check_server_version) replaces the client's, which
-                # warns about any server more than one minor version from the client.
-                clients = [
-                    QdrantClient(
-                        url=url,
-                        api_key=key.get_secret_value() if key else None,
-                        check_compatibility=False,
-                    )
-                    for url in urls
-                ]
-                check_server_version(clients[0])
-            else:
-                clients = [QdrantClient(location=":memory:")]
-        except Exception as e:
-            raise StoreError(
-                f"cannot open client: {e}", backend=backend, collection=collection
-            ) from e
-        logger.info("vector store: %s %s, collection %s", backend, ", ".join(urls), collection)
+        logger.info("vector store: %s %s, collection %s", backend, ", ".join(urls), name)
         layout = CollectionLayout(
             shards=settings.qdrant_shards,
             replication_factor=settings.qdrant_replication_factor,
             write_consistency=settings.qdrant_write_consistency,
         )
         return QdrantClientStore(
-            QdrantNodes(clients, urls or [":memory:"]),
-            collection,
+            nodes,
+            name,
             local=not urls,
             layout=layout,
             fence_key=(
@@ -123,11 +158,11 @@ def open_store(settings: Settings) -> VectorStore:
                 if urls and key is not None and settings.sync_lease_fence
                 else None
             ),
+            lease_name=collection,
         )
 
     from app.store.edge_store import EdgeStore
 
-    logger.info("vector store: qdrant-edge at %s", settings.qdrant_path)
-    return EdgeStore(
-        settings.qdrant_path, collection=collection, search_threads=settings.qdrant_search_threads
-    )
+    path = index or settings.qdrant_path
+    logger.info("vector store: qdrant-edge at %s", path)
+    return EdgeStore(path, collection=collection, search_threads=settings.qdrant_search_threads)

@@ -384,7 +384,7 @@ class EdgeStore(StoreCore):
         # holds, not even after an OS crash (the WAL alone covers a killed process only).
         self.flush()
         try:
-            _write_atomically(self._path / STATE_FILE, json.dumps(state, sort_keys=True))
+            write_atomically(self._path / STATE_FILE, json.dumps(state, sort_keys=True))
         except OSError as e:
             raise self._error("cannot write checkpoint", e) from e
 
@@ -455,7 +455,7 @@ def _persisted_dense_params(config_file: Path) -> dict[str, Any] | None:
     return None
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     """Write-temp, fsync, rename, fsync the folder: readers see the old or the new file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

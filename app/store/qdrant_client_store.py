@@ -90,6 +90,8 @@ class QdrantClientStore(StoreCore):
     layout: shards, replication and write consistency of the collections it creates.
     fence_key: the servers' API key, for a fenced writer (`fence`); without a key the
         server cannot check a fence.
+    lease_name: the collection whose companion keeps the sync lease (and names the fence);
+        default `collection`. QDRANT_COLLECTION for every encoder's index (slots.py).
     """
 
     _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
@@ -107,6 +109,7 @@ class QdrantClientStore(StoreCore):
         native_groups: bool | None = None,
         layout: CollectionLayout | None = None,
         fence_key: str | None = None,
+        lease_name: str | None = None,
     ) -> None:
         # RLock for local mode: a scroll or grouped search makes nested calls through `_call`.
         super().__init__(
@@ -117,6 +120,7 @@ class QdrantClientStore(StoreCore):
         self._nodes = client if isinstance(client, QdrantNodes) else QdrantNodes([client], [""])
         self._local = local
         self._native_groups = not local if native_groups is None else native_groups
+        self._lease_name = (lease_name or collection) + _LEASE_SUFFIX
         self._layout = layout or CollectionLayout()
         self._lease_replicas_ready = False
         self._fence_key = fence_key
@@ -145,9 +149,7 @@ class QdrantClientStore(StoreCore):
         urls = [u for u in self._nodes.urls if u and u != ":memory:"]
         if not urls or self._fence_key is None:
             return False
-        token = fence_token(
-            self._fence_key, self._collection + _LEASE_SUFFIX, {"holder": holder, "epoch": epoch}
-        )
+        token = fence_token(self._fence_key, self._lease_name, {"holder": holder, "epoch": epoch})
         with warnings.catch_warnings():
             # The reading client already warned about a key over plain HTTP.
             warnings.filterwarnings("ignore", "Auth token provider is used with an insecure")
@@ -445,7 +447,7 @@ class QdrantClientStore(StoreCore):
 
     # --- sync lease (app/sync/lease.py) ------------------------------------------------
     def _lease_collection(self) -> str:
-        name, client = self._collection + _LEASE_SUFFIX, self._client
+        name, client = self._lease_name, self._client
         if not self._call("collection_exists", client.collection_exists, name):
             try:
                 # One point: one shard, replicated like the products (a lost lease would let
@@ -527,7 +529,7 @@ class QdrantClientStore(StoreCore):
         self._write_lease(name, payload, mine, update_only=True)
 
     def read_lease(self) -> dict[str, Any] | None:
-        name, client = self._collection + _LEASE_SUFFIX, self._client
+        name, client = self._lease_name, self._client
         if not self._call("collection_exists", client.collection_exists, name):
             return None
         records = self._call("read_lease", client.retrieve, name, [_LEASE_POINT])

@@ -5,7 +5,12 @@
 --loop    a cycle every SYNC_INTERVAL_SECONDS until interrupted; any failed cycle is
           logged and retried with backoff (app/sync/backoff.py), never fatal
 --full    one cycle that reconciles the whole table (re-embeds only what changed)
---verify  check the mirror invariant; prints `missing N`, `stale N`, `extra N`; exit 1 if any
+--verify  check the mirror invariant of the serving index (with the encoder it was built
+          with); prints `model M`, `missing N`, `stale N`, `extra N`; exit 1 if any
+
+With LEARNED_MODEL (or EMBEDDING_MODEL) naming another encoder than the serving index's,
+each cycle also builds that encoder's index beside it and switches once it verifies
+(app/sync/switch.py).
 
 Exit codes: 0 done, 1 verify found differences, 2 store/table error, 3 another process
 is syncing the same collection (app/sync/lock.py on this host, app/sync/lease.py across
@@ -20,14 +25,14 @@ import sys
 import time
 
 from app.core.config import get_settings
+from app.core.errors import TerminalError
 from app.core.logging import configure_logging
-from app.embedding import embedder_for
-from app.store import StoreError, open_store
+from app.store import StoreError
 from app.sync.backoff import RetryLoop
-from app.sync.engine import SyncEngine
 from app.sync.hudi_source import TableReadError
 from app.sync.lease import LeaseHeldError, LeaseLostError
 from app.sync.lock import SyncBusyError
+from app.sync.switch import ModelSwitch, open_indexes
 from app.sync.verify import mirror_verify
 
 logger = logging.getLogger("app.sync")
@@ -45,12 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     configure_logging(settings.log_level)
     try:
-        store = open_store(settings)
-        embedder = embedder_for(settings)
-        engine = SyncEngine(settings, store, embedder)
+        # --verify reads the serving index only: it opens (creates) no index beside it.
+        switch = open_indexes(settings, build=not args.verify)
         try:
             if args.verify:
-                report = mirror_verify(settings, store, engine.chunker)
+                engine = switch.serving
+                report = mirror_verify(settings, engine.store, engine.chunker)
+                print(f"model {switch.serving_model}")
                 print(f"checkpoint {report.checkpoint}")
                 print(f"products {report.products}")
                 print(f"chunks {report.stored_chunks} (expected {report.expected_chunks})")
@@ -59,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"extra {report.extra}")
                 return 0 if report.ok else 1
             if args.loop:
-                return _loop(engine, settings.sync_interval_seconds)
-            cycle = engine.run_cycle(full=args.full)
+                return _loop(switch, settings.sync_interval_seconds)
+            cycle = switch.run_cycle(full=args.full)
             print(f"mode {cycle.mode}")
             print(f"checkpoint {cycle.end}")
             print(f"rows {cycle.rows}")
@@ -70,27 +76,28 @@ def main(argv: list[str] | None = None) -> int:
             print(f"deleted {cycle.deleted}")
             print(f"payload_updates {cycle.payload_updates}")
             print(f"sparse_rewrites {cycle.sparse_rewrites}")
+            print(f"model {switch.serving_model}")
             return 0
         finally:
-            store.close()
+            switch.close()
     except (SyncBusyError, LeaseHeldError, LeaseLostError) as e:
         print(f"busy: {e}", file=sys.stderr)
         return 3
-    except (StoreError, TableReadError) as e:
+    except (StoreError, TableReadError, TerminalError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
 
-def _loop(engine: SyncEngine, interval: float) -> int:
+def _loop(switch: ModelSwitch, interval: float) -> int:
+    """Cycles until interrupted; the caller's `switch.close()` releases the lease (the next
+    syncer need not wait for its expiry)."""
     logger.info("sync loop every %.1fs", interval)
     loop = RetryLoop(interval, logger)
     try:
-        while (delay := loop.step(engine.run_cycle)) is not None:
+        while (delay := loop.step(switch.run_cycle)) is not None:
             time.sleep(delay)
     except KeyboardInterrupt:
         pass
-    if engine.lease is not None:
-        engine.lease.release()  # the next syncer need not wait for the expiry
     return 0
 
 

@@ -157,3 +157,11 @@ def chunk_hash(model_id: str, text: str) -> str:
 def sparse_marker() -> dict[str, str]:
     """The payload field that says which BM25 format a chunk's sparse vector is in."""
     return {SPARSE_FIELD: hybrid.SPARSE_FORMAT}
+
+
+def signature_model(signature: str) -> str:
+    """The model id in a `ProductChunker.signature` (in one from before KEY_FORMAT, the
+    second field)."""
+    parts = signature.split("|")
+    at = 2 if len(parts) > 2 and parts[1].startswith("k") else 1
+    return parts[at] if len(parts) > at else ""

@@ -33,7 +33,7 @@ from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
 from app.sync.chunk_vectors import ChunkVectorSource
 from app.sync.chunking import ProductChunker
 from app.sync.hudi_source import TableSnapshot, WindowChanges
-from app.sync.lease import LeaseHeldError, LeaseLostError, SyncLease
+from app.sync.lease import LeaseHeldError, LeaseLostError, LeaseStore, SyncLease
 from app.sync.lock import SyncLock
 from app.sync.progress import Progress
 from app.sync.removals import scan_removals
@@ -65,6 +65,16 @@ class CycleCancelledError(RecommenderError):
 
 
 class SyncEngine:
+    """Args:
+    settings: the table and the sync's settings; QDRANT_* name the sync lock and lease,
+        whichever encoder's index `store` is (app/store/slots.py).
+    store, embedder: the index this engine writes and the encoder of its vectors.
+    beside: the serving engine, when this one builds the index of a new encoder beside
+        it (app/sync/switch.py): both share one cycle lock, process lock, lease and stop
+        flag, so this one runs only inside the serving one's hold (`run_cycle(then=...)`)
+        and, once it serves, is guarded exactly as the serving one was.
+    """
+
     def __init__(
         self,
         settings: Settings,
@@ -72,6 +82,7 @@ class SyncEngine:
         embedder: Embedder,
         *,
         open_table: Callable[[Settings], TableSnapshot] = TableSnapshot,
+        beside: SyncEngine | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -93,6 +104,13 @@ class SyncEngine:
         # ... and across hosts sharing a Qdrant server (None for a store of one process).
         self.lease = SyncLease.for_settings(settings, store)
         self._stop = threading.Event()
+        if beside is not None:
+            self._cycle_lock, self._process_lock = beside._cycle_lock, beside._process_lock
+            self.lease, self._stop = beside.lease, beside._stop
+            if self.lease is not None and isinstance(store, LeaseStore):
+                self.lease.fence_also(store)  # its writes stop with the lease's too
+        # The running full cycle's progress in products (a bootstrap: /sync/status).
+        self.progress: Progress | None = None
         # Points written since the index was last built (the checkpoint's `unindexed` at the
         # start of a cycle); see ROLL_AFTER_POINTS.
         self._unindexed = 0
@@ -168,8 +186,10 @@ class SyncEngine:
             t.oldest_unsynced = oldest.completed if oldest else None
             t.unsynced_since = table.completed_at(oldest) if oldest else None
 
-    def run_cycle(self, *, full: bool = False, wait: bool = True) -> CycleReport:
-        """Run one cycle.
+    def run_cycle(
+        self, *, full: bool = False, wait: bool = True, then: Callable[[], None] | None = None
+    ) -> CycleReport:
+        """Run one cycle, then `then` (if given) while still holding the locks and lease.
 
         Raises:
             CycleInProgressError: `wait=False` and a cycle is already running here.
@@ -179,20 +199,27 @@ class SyncEngine:
             raise CycleInProgressError("a sync cycle is already running")
         try:
             with self._held():
-                try:
-                    report = self._cycle(full=full)
-                except StoreFencedError as e:
-                    self.totals.failures += 1
-                    self.totals.last_error = f"LeaseLostError: {e}"
-                    raise LeaseLostError(f"a write was refused by the lease's fence: {e}") from e
-                except Exception as e:
-                    self.totals.failures += 1
-                    self.totals.last_error = f"{type(e).__name__}: {e}"
-                    raise
-                self._record(report)
+                report = self.run_held(full=full)
+                if then is not None:
+                    then()
                 return report
         finally:
             self._cycle_lock.release()
+
+    def run_held(self, *, full: bool = False) -> CycleReport:
+        """One cycle by a caller that holds this engine's locks and lease already."""
+        try:
+            report = self._cycle(full=full)
+        except StoreFencedError as e:
+            self.totals.failures += 1
+            self.totals.last_error = f"LeaseLostError: {e}"
+            raise LeaseLostError(f"a write was refused by the lease's fence: {e}") from e
+        except Exception as e:
+            self.totals.failures += 1
+            self.totals.last_error = f"{type(e).__name__}: {e}"
+            raise
+        self._record(report)
+        return report
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[None]:
@@ -263,6 +290,9 @@ class SyncEngine:
                     signature=self.chunker.signature,
                     chunks=self.store.count(),
                     unindexed=self._unindexed,
+                    model_id=self.embedder.model_id,
+                    embedding_model=self.settings.embedding_model,
+                    learned_model=self.settings.learned_model,
                 ).to_dict()
             )
         report.seconds = time.monotonic() - started
@@ -318,7 +348,7 @@ class SyncEngine:
         stored = self._stored_product_ids()
         keys = table.read_keys()
         totals.deleted += self._delete_products(stored - keys)
-        progress = Progress(logger, f"sync {mode}", len(keys))
+        progress = self.progress = Progress(logger, f"sync {mode}", len(keys))
         del keys  # a million ids are ~60 MB: not held through the embedding
         for batch in table.snapshot(PRODUCT_BATCH):
             self._check_stop()

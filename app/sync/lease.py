@@ -143,6 +143,9 @@ class SyncLease:
         self._claimed_at: float | None = None  # monotonic
         self.epoch = 0  # the epoch this syncer holds (0: none yet)
         self.fenced = False
+        # Other stores this syncer writes under the lease (an index built beside the
+        # serving one, app/sync/switch.py): fenced with the lease point's store.
+        self._also: list[LeaseStore] = []
 
     @classmethod
     def for_settings(cls, settings: Settings, store: object) -> SyncLease | None:
@@ -176,6 +179,8 @@ class SyncLease:
         if state.epoch != self.epoch:
             self.epoch = state.epoch
             self.fenced = self.store.fence(self.holder, self.epoch)
+            for store in self._also:
+                store.fence(self.holder, self.epoch)
             logger.log(
                 logging.INFO if self.fenced else logging.WARNING,
                 "sync lease taken: %s, writes %s",
@@ -187,6 +192,18 @@ class SyncLease:
             )
         self._claimed_at = started
         return state
+
+    def fence_also(self, store: LeaseStore) -> None:
+        """Fence `store`'s writes too: now if the lease is held, and at every new epoch."""
+        self._also.append(store)
+        if self.epoch:
+            store.fence(self.holder, self.epoch)
+
+    def move_to(self, store: LeaseStore) -> None:
+        """Keep the lease through `store` (fenced already by `fence_also`): the index it
+        was kept through stops serving and closes (a model switch)."""
+        self._also = [s for s in self._also if s is not store]
+        self.store = store
 
     def renew_if_due(self) -> None:
         """Renew once a third of the lease has passed (called before each batch).

@@ -11,22 +11,29 @@ from app.store import StoreError
 from app.sync.backoff import RetryLoop
 from app.sync.engine import SyncEngine
 from app.sync.state import CycleReport
+from app.sync.switch import ModelSwitch
 
 logger = logging.getLogger(__name__)
 
 
 class SyncRunner:
-    """Runs `engine.run_cycle` every `interval` seconds off the event loop.
+    """Runs the sync's cycle (`ModelSwitch.run_cycle`: the serving index's, then a step of
+    a new encoder's index, app/sync/switch.py) every `interval` seconds off the event loop.
 
     Cycles run in a worker thread (embedding is CPU-bound and would stall every request).
     Neither the timer nor `POST /sync` ever queues behind a running cycle: they skip it,
     so no request holds a thread for the length of a bootstrap.
     """
 
-    def __init__(self, engine: SyncEngine, interval: float) -> None:
-        self.engine = engine
+    def __init__(self, sync: SyncEngine | ModelSwitch, interval: float) -> None:
+        self.switch = sync if isinstance(sync, ModelSwitch) else ModelSwitch.single(sync)
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def engine(self) -> SyncEngine:
+        """The serving index's engine (another one after a switch)."""
+        return self.switch.serving
 
     @property
     def ready(self) -> bool:
@@ -36,10 +43,11 @@ class SyncRunner:
         The second half matters when the collection is dropped under the service: the
         store is empty until the next cycle bootstraps it, and that is not "ready".
         """
-        if self.engine.totals.last_success_at is None and not self.engine.serves_others_index:
+        engine = self.engine  # one engine for both reads: a model switch may replace it
+        if engine.totals.last_success_at is None and not engine.serves_others_index:
             return False
         try:
-            return self.engine.checkpoint() is not None
+            return engine.checkpoint() is not None
         except StoreError:
             return False
 
@@ -62,11 +70,11 @@ class SyncRunner:
 
     async def run_now(self, *, full: bool = False) -> CycleReport:
         """Run a cycle now; raises CycleInProgressError at once if one is running."""
-        return await asyncio.to_thread(self.engine.run_cycle, full=full, wait=False)
+        return await asyncio.to_thread(self.switch.run_cycle, full=full, wait=False)
 
     async def _loop(self) -> None:
         loop = RetryLoop(self.interval, logger)
-        cycle = partial(self.engine.run_cycle, wait=False)
+        cycle = partial(self.switch.run_cycle, wait=False)
         # The step runs in a worker thread (the cycle is CPU-bound); only the wait is here.
         while (delay := await asyncio.to_thread(loop.step, cycle)) is not None:
             await asyncio.sleep(delay)

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from app.sync.chunking import signature_model
+
 CycleMode = Literal["bootstrap", "incremental", "full", "noop"]
 # How an incremental cycle found removed products: not needed (no removing commit), by
 # reading the file groups the removing commits wrote, or by comparing every key.
@@ -24,6 +26,10 @@ class SyncCheckpoint:
     store held when the checkpoint was written: a store that holds none while its
     checkpoint says otherwise lost its vectors. `unindexed` counts points written since the
     search index was last built, so increments add up to an index build too.
+    `model_id` names the encoder's vector space; `embedding_model` and `learned_model` are
+    the settings it was loaded with: a service told to use another model keeps answering
+    from this index, with this encoder, until the index of the new one is built beside it
+    (app/sync/switch.py).
     """
 
     completed: str
@@ -32,6 +38,15 @@ class SyncCheckpoint:
     signature: str
     chunks: int = 0
     unindexed: int = 0
+    model_id: str = ""
+    embedding_model: str = ""
+    learned_model: str = ""
+
+    @property
+    def model(self) -> str:
+        """The id of the encoder whose vectors the index holds (from the signature for a
+        checkpoint written before `model_id` was)."""
+        return self.model_id or signature_model(self.signature)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,6 +62,9 @@ class SyncCheckpoint:
             signature=str(raw.get("signature", "")),
             chunks=int(raw.get("chunks") or 0),
             unindexed=int(raw.get("unindexed") or 0),
+            model_id=str(raw.get("model_id") or ""),
+            embedding_model=str(raw.get("embedding_model") or ""),
+            learned_model=str(raw.get("learned_model") or ""),
         )
 
 

@@ -20,18 +20,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.api.services import serving_index
 from app.core.config import Settings
 from app.eval.data import load_products
 from app.eval.index import build_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.learn.ranker import train_ranker
-from app.learned import MANIFEST, LearnedModelError
+from app.learned import MANIFEST, LearnedModelError, load_learned_model
 from app.query import plan_filters
 from app.query.search import constrained_retrieve
 from app.query.types import ParsedQuery
 from app.ranking import FEATURES, Ranker, ranker_for
 from app.retrieval import Retriever
-from app.store import VectorStore
+from app.store import VectorStore, open_store
+from app.sync.engine import SyncEngine
 
 pytestmark = pytest.mark.slow
 
@@ -223,3 +225,25 @@ def test_a_ranker_of_other_features_is_refused(
     (copy / "ranker" / "features.json").write_text(json.dumps(list(reversed(FEATURES))))
     with pytest.raises(LearnedModelError, match="features"):
         ranker_for(str(copy))
+
+
+def test_an_index_answers_with_the_ranker_of_the_learned_model_it_was_built_for(
+    trained: tuple[Path, dict[str, Any]], embedder: Any, tmp_path: Path
+) -> None:
+    """While a new model's index is built, the serving one keeps its own model's ranking
+    (a ranker is trained on its encoder's cosines); each answer's version says which."""
+    out, _ = trained
+    base = Settings(_env_file=None, qdrant_path=":memory:", hudi_table_path=str(tmp_path / "t"))
+    asked = base.model_copy(update={"learned_model": str(out)})
+    stores = [open_store(base), open_store(asked)]
+    try:
+        # The serving index was built without a learned model; the settings now ask for one.
+        old = serving_index(asked, SyncEngine(base, stores[0], embedder))
+        assert old.retriever.ranker is None
+        assert old.version == f"{embedder.model_id}|relevance"
+        new = serving_index(asked, SyncEngine(asked, stores[1], embedder))
+        assert new.retriever.ranker is not None
+        assert new.version == f"{embedder.model_id}|{load_learned_model(out).model_id}"
+    finally:
+        for s in stores:
+            s.close()

@@ -8,7 +8,8 @@ from tokenizers import Tokenizer
 
 from app.core.catalog import Product
 from app.embedding import resolve_model_path
-from app.sync.chunking import ProductChunker
+from app.sync.chunking import ProductChunker, signature_model
+from app.sync.state import SyncCheckpoint
 from tests.synctools import long_text
 
 
@@ -79,3 +80,16 @@ def test_a_description_that_fits_is_one_chunk_exactly_as_the_splitter_cuts_it(
         expected = [f"Trail Runner\n{piece}" for piece in splitter.chunks(text)]
         assert [c.text for c in chunker.chunk(_product(text))] == expected
     assert min(sizes) <= capacity < max(sizes)  # both sides of the boundary were checked
+
+
+def test_the_model_is_read_back_from_a_signature_and_a_checkpoint() -> None:
+    tok = Tokenizer.from_file(f"{resolve_model_path('')}/tokenizer.json")
+    signature = ProductChunker(tok, "learned-encoder-0a1b+int8", 64, 8).signature
+    assert signature_model(signature) == "learned-encoder-0a1b+int8"
+    # A checkpoint from before KEY_FORMAT (and before `model_id` was recorded).
+    old = "v2-name-header|all-MiniLM-L6-v2+int8|bm25-v1|64|8|p2-chunk-count"
+    assert signature_model(old) == "all-MiniLM-L6-v2+int8"
+    cp = SyncCheckpoint.from_dict({"completed": "1", "signature": old})
+    assert cp is not None and cp.model == "all-MiniLM-L6-v2+int8"
+    recorded = SyncCheckpoint.from_dict({"completed": "1", "signature": old, "model_id": "m"})
+    assert recorded is not None and recorded.model == "m"

@@ -28,6 +28,7 @@ from app.sync.apply import ChunkApplier
 from app.sync.engine import CycleCancelledError, SyncEngine
 from app.sync.hudi_source import TableSnapshot
 from app.sync.runner import SyncRunner
+from app.sync.switch import ModelSwitch
 from spark_jobs.create_table import create_table
 from spark_jobs.upsert_products import upsert_rows
 from tests.synctools import (
@@ -134,7 +135,7 @@ def test_cli_loop_logs_backs_off_and_recovers(
     h.engine._open_table = open_table
     started = time.monotonic()
     with caplog.at_level(logging.ERROR, logger="app.sync"):
-        assert sync_cli._loop(h.engine, interval=0.2) == 0
+        assert sync_cli._loop(ModelSwitch.single(h.engine), interval=0.2) == 0
     failed = [r.getMessage() for r in caplog.records if "sync cycle failed" in r.getMessage()]
     assert len(failed) == 2 and "RuntimeError: SlowDown" in failed[0]
     assert "retry 1 in 0s" in failed[0] and "retry 2 in 0s" in failed[1]  # 0.2 s, then 0.4 s

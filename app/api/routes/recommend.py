@@ -64,6 +64,7 @@ class _Searched:
     conversation: str
     follow_up: bool
     recommendation_id: str
+    ranking_version: str
 
     def question(self, query: str) -> str:
         """What the written answer answers: a follow-up's own words ("cheaper") alone would
@@ -76,6 +77,7 @@ class _Searched:
         return {
             "conversation": self.conversation,
             "recommendation_id": self.recommendation_id,
+            "ranking_version": self.ranking_version,
             "search_text": self.parsed.search_text,
             "query_parser": self.parsed.parser,
             "filters_applied": [FilterApplied.of(f) for f in self.plan.applied],
@@ -129,8 +131,11 @@ async def _search(
         shown=[Shown(p.id, p.score) for p in outcome.products],
         conversation=conversation,
         follows=body.conversation,
+        ranking=retriever.version,
     )
-    return _Searched(turn.parsed, plan, outcome, conversation, turn.follow_up, rid)
+    return _Searched(
+        turn.parsed, plan, outcome, conversation, turn.follow_up, rid, retriever.version
+    )
 
 
 def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:

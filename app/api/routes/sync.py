@@ -12,17 +12,32 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import AdminDep, ServicesDep
+from app.api.services import Services
 from app.store import StoreError
 from app.sync.engine import CycleInProgressError, SyncEngine
 from app.sync.hudi_source import TableReadError
 from app.sync.lease import LeaseHeldError
+from app.sync.switch import ModelSwitch
 
 logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/sync", tags=["sync"], dependencies=[AdminDep])
 
 
-def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, Any]:
+def model_status(switch: ModelSwitch) -> dict[str, Any]:
+    """Which encoder's index serves, and how far the next one's is (app/sync/switch.py)."""
+    build = switch.progress()
+    return {
+        "serving": switch.serving_model,
+        "index": switch.serving_index,
+        "next": asdict(build) if build is not None else None,
+        "last_switch": asdict(switch.last_switch) if switch.last_switch else None,
+    }
+
+
+def sync_status(
+    engine: SyncEngine, *, running_in_process: bool, switch: ModelSwitch | None = None
+) -> dict[str, Any]:
     """The body of GET /sync/status (the engine's totals as the HTTP layer shows them)."""
     t = engine.totals
     # Off, or another host's syncer holding the lease: its checkpoint is the fact to trust.
@@ -61,13 +76,15 @@ def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, An
             "targeted_removal_scans": t.targeted_removal_scans,
         },
         "last_cycle": asdict(t.last_report) if t.last_report else None,
+        "model": model_status(switch or ModelSwitch.single(engine)),
     }
 
 
 @router.get("/status")
 async def status_(services: ServicesDep) -> dict[str, Any]:
-    """Checkpoint, the table's latest commit, lag, counts and the last error."""
-    engine = services.engine
+    """Checkpoint, the table's latest commit, lag, counts, the last error, and which
+    model serves (and how far the next one's index is)."""
+    engine = services.switch.serving
     try:
         # Fresh facts from the table and the store, also while a cycle runs: commits land
         # between cycles, and a bootstrap can run for hours.
@@ -79,11 +96,21 @@ async def status_(services: ServicesDep) -> dict[str, Any]:
         # growing from the last commit seen waiting.
         logger.debug("sync status without a fresh table read: %s", e)
     try:
-        return await run_in_threadpool(
-            sync_status, engine, running_in_process=services.runner is not None
-        )
+        try:
+            return await run_in_threadpool(_status_of, services, engine)
+        except StoreError:
+            if services.switch.serving is engine:
+                raise
+            # A model switch closed that index meanwhile: the new one's status.
+            return await run_in_threadpool(_status_of, services, services.switch.serving)
     except StoreError as e:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(e)) from e
+
+
+def _status_of(services: Services, engine: SyncEngine) -> dict[str, Any]:
+    return sync_status(
+        engine, running_in_process=services.runner is not None, switch=services.switch
+    )
 
 
 @router.post(
