@@ -1,0 +1,160 @@
+"""What a cluster's executors need to run the jobs' Python: this environment and this code.
+
+    python -m spark_jobs.pack_env          # the environment's archive (packs it when missing)
+    python -m spark_jobs.pack_env --code   # a zip of the project's code (app/, spark_jobs/)
+    python -m spark_jobs.pack_env --jars   # the jars every job needs, comma-separated
+
+For `spark-submit --jars "<jars>" --py-files "<code>"` (every job) and `--archives
+"<env>#env" --conf spark.pyspark.python=./env/bin/python` (embed): docs/spark-jobs.md,
+"On a cluster". Only `embed` runs Python on the executors (its workers import numpy,
+onnxruntime, tokenizers, sentence-transformers and torch); the other jobs' Python runs on
+the driver, and their executors run the Java rules and Hudi.
+
+The archive is the virtual environment this interpreter runs in (`sys.prefix`, a uv venv)
+as an uncompressed tar: gzip would cost minutes of CPU for ~4 GB of mostly compressed
+libraries, and each executor unpacks it once per application. Left out: the editable
+install's hooks (executors import the project from the code zip, never from a checkout),
+Spark's own jars (executors have theirs) and triton (torch's GPU compiler, never imported
+on CPU). Like venv-pack's archives, it holds `bin/python` as a link to the base interpreter
+(pyvenv.cfg's `home`): every worker needs that Python at the same path.
+
+Kept in ~/.cache/hudi-rag-recommender/envs under a name that hashes the environment's
+packages and versions: packed once per set of packages (~1 min), reused by every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from app.core.config import Settings, get_settings
+from spark_jobs.errors import JobError
+
+# Relative to the environment's site-packages: never imported by an executor's Python.
+_SITE_EXCLUDES = ("triton", "pyspark/jars", "__editable__*")
+_CODE_PACKAGES = ("app", "spark_jobs")
+
+
+def _cache_dir() -> Path:
+    from spark_jobs.rules_jar import cache_root
+
+    return cache_root() / "envs"
+
+
+def _site_packages(prefix: Path) -> Path:
+    found = sorted(prefix.glob("lib/python3*/site-packages"))
+    if not found:
+        raise JobError(f"no site-packages under {prefix}: not a virtual environment")
+    return found[0]
+
+
+def environment_key() -> str:
+    """A hash of the interpreter and every installed distribution's name and version."""
+    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    digest = hashlib.sha256("\n".join([sys.prefix, sys.version, *names]).encode())
+    return digest.hexdigest()[:16]
+
+
+def env_archive() -> Path:
+    """The packed environment's path, packed first when this set of packages has none."""
+    prefix = Path(sys.prefix)
+    if prefix == Path(sys.base_prefix):
+        raise JobError(f"{sys.executable} does not run in a virtual environment: nothing to pack")
+    # Named by the environment's folder too: clones on one machine each keep their own.
+    owner = hashlib.sha256(str(prefix).encode()).hexdigest()[:8]
+    archive = _cache_dir() / f"env-{owner}-{environment_key()}.tar"
+    if archive.is_file():
+        return archive
+    tar = shutil.which("tar")
+    if tar is None:
+        raise JobError("tar not found: needed to pack the environment")
+    site = _site_packages(prefix).relative_to(prefix)
+    excludes = [f"--exclude=./{site}/{pattern}" for pattern in _SITE_EXCLUDES]
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    # Packed under a temporary name and renamed: test workers may pack at once, and a
+    # reader must never see half an archive.
+    with tempfile.NamedTemporaryFile(dir=archive.parent, suffix=".part", delete=False) as part:
+        partial = Path(part.name)
+    try:
+        command = [tar, "-cf", str(partial), *excludes, "--exclude=__pycache__", "-C", str(prefix)]
+        done = subprocess.run([*command, "."], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise JobError(f"packing {prefix} failed (tar): {done.stderr.strip()[-500:]}")
+        partial.replace(archive)
+    finally:
+        partial.unlink(missing_ok=True)
+    # One environment at a time: an older archive is gigabytes nobody will ship again.
+    for old in archive.parent.glob(f"env-{owner}-*.tar"):
+        if old != archive:
+            old.unlink(missing_ok=True)
+    return archive
+
+
+def code_zip() -> Path:
+    """A zip of the project's packages (for `--py-files`), named by a hash of its content."""
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(
+        path
+        for package in _CODE_PACKAGES
+        for path in (root / package).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    out = _cache_dir() / f"code-{digest.hexdigest()[:16]}.zip"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=out.parent, suffix=".part", delete=False) as part:
+        partial = Path(part.name)
+    try:
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
+            for path in files:
+                z.write(path, path.relative_to(root).as_posix())
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
+    return out
+
+
+def job_jars(settings: Settings | None = None) -> list[Path]:
+    """The product rules' jar, Hudi's Spark bundle and the s3a connector (from ~/.m2)."""
+    from spark_jobs.rules_jar import rules_jar
+    from spark_jobs.session import S3A_JARS, local_bundle_jar
+
+    s = settings or get_settings()
+    bundle = Path(s.hudi_spark_jar) if s.hudi_spark_jar else local_bundle_jar(s.hudi_spark_bundle)
+    found = [bundle, *(local_bundle_jar(c) for c in S3A_JARS)]
+    if not all(found):
+        raise JobError("Hudi's bundle or the s3a jars are not in ~/.m2: run scripts/fetch_jars.sh")
+    return [rules_jar(s), *(j for j in found if j is not None)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="spark_jobs.pack_env", description=__doc__)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--code", action="store_true", help="the code zip instead")
+    which.add_argument("--jars", action="store_true", help="the jobs' jars instead")
+    args = parser.parse_args(argv)
+    try:
+        if args.jars:
+            print(",".join(str(j) for j in job_jars()))
+        else:
+            print(code_zip() if args.code else env_archive())
+    except JobError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
