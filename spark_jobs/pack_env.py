@@ -15,8 +15,10 @@ as an uncompressed tar: gzip would cost minutes of CPU for ~4 GB of mostly compr
 libraries, and each executor unpacks it once per application. Left out: the editable
 install's hooks (executors import the project from the code zip, never from a checkout),
 Spark's own jars (executors have theirs) and triton (torch's GPU compiler, never imported
-on CPU). Like venv-pack's archives, it holds `bin/python` as a link to the base interpreter
-(pyvenv.cfg's `home`): every worker needs that Python at the same path.
+on CPU). `bin/python` is a copy of the base interpreter's executable, not a link (Hadoop
+will not unpack a link that leads outside the archive's folder); it still loads that
+interpreter's library and standard library (pyvenv.cfg's `home`), as a venv-pack archive
+would: every worker needs that Python at the same path.
 
 Kept in ~/.cache/hudi-rag-recommender/envs under a name that hashes the environment's
 packages and versions: packed once per set of packages (~1 min), reused by every run.
@@ -40,6 +42,8 @@ from spark_jobs.errors import JobError
 # Relative to the environment's site-packages: never imported by an executor's Python.
 _SITE_EXCLUDES = ("triton", "pyspark/jars", "__editable__*")
 _CODE_PACKAGES = ("app", "spark_jobs")
+# Part of the archive's name: bump it when what goes into the archive changes.
+_RECIPE = "2"
 
 
 def _cache_dir() -> Path:
@@ -56,9 +60,12 @@ def _site_packages(prefix: Path) -> Path:
 
 
 def environment_key() -> str:
-    """A hash of the interpreter and every installed distribution's name and version."""
-    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
-    digest = hashlib.sha256("\n".join([sys.prefix, sys.version, *names]).encode())
+    """A hash of the interpreter and the name and version of every package installed in it."""
+    site = _site_packages(Path(sys.prefix))
+    # Only site-packages: sys.path also holds the working directory, whatever is in it.
+    found = importlib.metadata.distributions(path=[str(site)])
+    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in found)
+    digest = hashlib.sha256("\n".join([_RECIPE, sys.prefix, sys.version, *names]).encode())
     return digest.hexdigest()[:16]
 
 
@@ -76,17 +83,22 @@ def env_archive() -> Path:
     if tar is None:
         raise JobError("tar not found: needed to pack the environment")
     site = _site_packages(prefix).relative_to(prefix)
-    excludes = [f"--exclude=./{site}/{pattern}" for pattern in _SITE_EXCLUDES]
+    excludes = [f"--exclude={site}/{pattern}" for pattern in _SITE_EXCLUDES]
     archive.parent.mkdir(parents=True, exist_ok=True)
     # Packed under a temporary name and renamed: test workers may pack at once, and a
     # reader must never see half an archive.
     with tempfile.NamedTemporaryFile(dir=archive.parent, suffix=".part", delete=False) as part:
         partial = Path(part.name)
     try:
-        command = [tar, "-cf", str(partial), *excludes, "--exclude=__pycache__", "-C", str(prefix)]
-        done = subprocess.run([*command, "."], capture_output=True, text=True, check=False)
+        # Hadoop's unpacking (Spark's, for --archives) refuses an entry that leads outside
+        # its folder: "./", and links such as bin/python -> the base interpreter. So the
+        # entries are named, lib64 (a link to lib) is left out, and links are copied.
+        command = [tar, "-chf", str(partial), *excludes, "--exclude=__pycache__", "-C", str(prefix)]
+        entries = sorted(p.name for p in prefix.iterdir() if p.name != "lib64")
+        done = subprocess.run([*command, *entries], capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise JobError(f"packing {prefix} failed (tar): {done.stderr.strip()[-500:]}")
+        partial.chmod(0o644)
         partial.replace(archive)
     finally:
         partial.unlink(missing_ok=True)
@@ -120,6 +132,7 @@ def code_zip() -> Path:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
             for path in files:
                 z.write(path, path.relative_to(root).as_posix())
+        partial.chmod(0o644)
         partial.replace(out)
     finally:
         partial.unlink(missing_ok=True)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 # the end. Longest-first keeps both workers busy to the end. Only the order changes; a file
 # missing here (renamed, new) runs after these, in collection order.
 LONGEST_FIRST = (
+    "tests/e2e/test_spark_cluster.py",  # minutes: a standalone cluster, five spark-submits
     "tests/sync/test_sync_two_syncers.py",  # 60 s (server tier: two syncer processes)
     "tests/sync/test_sync_aged.py",  # 88 s
     "tests/sync/test_sync_removals.py",  # 86 s

@@ -30,6 +30,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,7 +166,7 @@ class Cluster:
         body = "\n".join(json.dumps(r) for r in rows).encode()
         self.s3.client().put_object(Bucket=self.s3.bucket, Key=key, Body=body)
 
-    def read_jsonl(self, prefix: str) -> list[dict[str, object]]:
+    def read_jsonl(self, prefix: str) -> list[dict[str, Any]]:
         client = self.s3.client()
         listed = client.list_objects_v2(Bucket=self.s3.bucket, Prefix=prefix)["Contents"]
         parts = [o["Key"] for o in listed if o["Key"].rsplit("/", 1)[-1].startswith("part-")]
@@ -240,7 +241,7 @@ def test_the_jobs_run_on_a_standalone_cluster_and_the_sync_mirrors_their_table(
         )
         assert (upserted["read"], upserted["upserted"], upserted["quarantined"]) == ("8", "6", "2")
         rejects = lake.read_jsonl("quarantine/batch-1/")
-        assert sorted(r for row in rejects for r in row["reasons"]) == [  # type: ignore[attr-defined]
+        assert sorted(r for row in rejects for r in row["reasons"]) == [
             "id is not an integer: 'abc'",
             "name is empty",
         ]
