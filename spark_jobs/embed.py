@@ -3,17 +3,18 @@
     python -m spark_jobs.embed --table-path T [--vectors-path V] [--begin I [--end I]]
         [--encoder auto|onnx-int8|onnx-fp32|torch] [--partitions N] [--hoodie-conf K=V ...]
 
-The sync's work, spread over executors: each Python worker loads the model once and runs the
-sync's own chunker and encoder on the rows (the table's snapshot, or the commits of a window
-with `--begin`/`--end`); the vectors go to V (default `<T>_chunk_vectors`, where the sync
-looks: VECTORS_TABLE_PATH), keyed by content key. The sync then loads these vectors instead
-of embedding them. Content already in V is not embedded again, so a re-run or a window
-embeds only what is new.
+The sync's work, spread over executors: the driver chooses the engine as the sync would (an
+ONNX export checked against torch) and ships that export with the job; each Python worker
+loads it once and runs the sync's own chunker and that encoder on the rows (the table's
+snapshot, or the commits of a window with `--begin`/`--end`); the vectors go to V (default
+`<T>_chunk_vectors`, where the sync looks: VECTORS_TABLE_PATH), keyed by content key. The
+sync then loads these vectors instead of embedding them. Content already in V is not
+embedded again, so a re-run or a window embeds only what is new.
 
 The content key names the engine (`all-MiniLM-L6-v2+int8` for the int8 export), so the sync
 only loads vectors from the engine it runs itself. `--encoder` defaults to
-EMBEDDING_ENCODER (auto: int8 where the CPU has VNNI/AMX): where the executors' CPUs differ
-from the syncer's, set it to the engine the syncer logs at start-up.
+EMBEDDING_ENCODER (auto: int8 where the driver's CPU has VNNI/AMX): where the syncer's CPU
+differs from the driver's, set it to the engine the syncer logs at start-up.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, get_args
 
 from app.core.catalog import COLUMN_NAMES
 from app.core.config import Settings, default_vectors_path, get_settings
+from app.embedding import load_embedder
 from app.embedding.choice import EncoderChoice
 from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID
 from spark_jobs import cli
@@ -37,6 +39,7 @@ from spark_jobs.embed_worker import (
     TEXT,
     VECTOR_SCHEMA,
     EmbedConfig,
+    ShippedOnnx,
     chunk_rows,
     embed_rows,
 )
@@ -103,6 +106,7 @@ def embed_table(
     table_path = normalize_table_path(table_path)
     vectors_path = normalize_table_path(vectors_path or default_vectors_path(table_path))
     require_table(spark, table_path)
+    config = ship_engine(spark, config)
     parallelism = partitions or spark.sparkContext.defaultParallelism
     # A table of a few files reads as a few partitions: spread the rows over every core.
     rows = _read(spark, table_path, begin, end).repartition(parallelism)
@@ -162,6 +166,36 @@ def embed_table(
         embed_seconds=embed_seconds,
         seconds=time.monotonic() - started,
     )
+
+
+def ship_engine(spark: SparkSession, config: EmbedConfig) -> EmbedConfig:
+    """Choose the engine here, as the sync would, and ship its ONNX export to the workers.
+
+    The driver loads the model and checks the export against torch once; the workers run
+    the export alone (embed_worker.ShippedOnnx), so executors need no torch. Under torch
+    (`--encoder torch`, or an export that failed its check) each worker loads the model.
+    """
+    if config.onnx is not None:
+        return config
+    embedder = load_embedder(
+        config.model,
+        "cpu",
+        config.batch_size,
+        config.encoder,
+        get_settings().model_cache_dir,
+        config.threads,
+        1,
+    )
+    if embedder.onnx is None:
+        logger.info("engine %s: every worker loads the model", embedder.encoder)
+        return config
+    path = embedder.onnx.model_path
+    spark.sparkContext.addFile(str(path))
+    logger.info("engine %s: the workers run %s", embedder.model_id, path.name)
+    shipped = ShippedOnnx(
+        path.name, embedder.model_id, embedder.tokenizer().to_str(), embedder.max_seq_tokens
+    )
+    return replace(config, onnx=shipped)
 
 
 def _read(spark: SparkSession, table_path: str, begin: str | None, end: str | None) -> DataFrame:

@@ -6,22 +6,23 @@
 
 For `spark-submit --jars "<jars>" --py-files "<code>"` (every job) and `--archives
 "<env>#env" --conf spark.pyspark.python=./env/bin/python` (embed): docs/spark-jobs.md,
-"On a cluster". Only `embed` runs Python on the executors (its workers import numpy,
-onnxruntime, tokenizers, sentence-transformers and torch); the other jobs' Python runs on
-the driver, and their executors run the Java rules and Hudi.
+"On a cluster". Only `embed` runs Python on the executors (its workers run the driver's
+ONNX export with onnxruntime, tokenizers and the sync's chunker); the other jobs' Python
+runs on the driver, and their executors run the Java rules and Hudi.
 
 The archive is the virtual environment this interpreter runs in (`sys.prefix`, a uv venv)
-as an uncompressed tar: gzip would cost minutes of CPU for ~4 GB of mostly compressed
-libraries, and each executor unpacks it once per application. Left out: the editable
-install's hooks (executors import the project from the code zip, never from a checkout),
-Spark's own jars (executors have theirs) and triton (torch's GPU compiler, never imported
-on CPU). `bin/python` is a copy of the base interpreter's executable, not a link (Hadoop
-will not unpack a link that leads outside the archive's folder); it still loads that
-interpreter's library and standard library (pyvenv.cfg's `home`), as a venv-pack archive
-would: every worker needs that Python at the same path.
+as an uncompressed tar (~1.4 GB): the driver and each executor copy and unpack it once per
+application, and gzip would cost more CPU than it saves. Left out: torch with its CUDA
+libraries and triton (4.2 GB that no worker imports: spark_jobs.embed ships the engine as
+an ONNX export), Spark's own jars (executors have theirs) and the editable install's hooks
+(executors import the project from the code zip, never from a checkout). `bin/python` is
+a copy of the base interpreter's executable, not a link (Hadoop will not unpack a link
+that leads outside the archive's folder); it still loads that interpreter's library and
+standard library (pyvenv.cfg's `home`), as a venv-pack archive would: every worker needs
+that Python at the same path.
 
 Kept in ~/.cache/hudi-rag-recommender/envs under a name that hashes the environment's
-packages and versions: packed once per set of packages (~1 min), reused by every run.
+packages and versions: packed once per set of packages, reused by every run.
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ from app.core.config import Settings, get_settings
 from spark_jobs.errors import JobError
 
 # Relative to the environment's site-packages: never imported by an executor's Python.
-_SITE_EXCLUDES = ("triton", "pyspark/jars", "__editable__*")
+_SITE_EXCLUDES = ("torch", "nvidia", "triton", "pyspark/jars", "__editable__*")
 _CODE_PACKAGES = ("app", "spark_jobs")
 # Part of the archive's name: bump it when what goes into the archive changes.
-_RECIPE = "2"
+_RECIPE = "3"
 
 
 def _cache_dir() -> Path:
