@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,6 +52,8 @@ class LocalS3:
 def local_s3() -> Iterator[LocalS3]:
     from moto.server import ThreadedMotoServer
 
+    # Its server logs every request at INFO: hundreds per Hudi commit in a failure's output.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
