@@ -11,6 +11,7 @@ under the worker that ran it.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -93,6 +94,8 @@ def standalone_cluster(folder: Path) -> Iterator[StandaloneCluster]:
         "SPARK_HOME": str(spark_home()),
         "SPARK_CONF_DIR": str(conf_dir),
         "SPARK_LOCAL_IP": "127.0.0.1",
+        # The executors' scratch space (fetched files, shuffle) in this folder, not /tmp.
+        "SPARK_LOCAL_DIRS": str(folder / "local"),
         "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
         "SPARK_DAEMON_JAVA_OPTS": TEST_JVM_OPTS,
     }
@@ -133,6 +136,10 @@ def standalone_cluster(folder: Path) -> Iterator[StandaloneCluster]:
     finally:
         for proc in reversed(procs):  # workers first: they stop their executors
             _stop(proc)
+        # The unpacked archives (GBs each); the executors' logs stay for a failure's reader.
+        for unpacked in folder.glob("worker-*/app-*/*/env"):
+            shutil.rmtree(unpacked, ignore_errors=True)
+        shutil.rmtree(folder / "local", ignore_errors=True)
 
 
 def _wait_for_workers(cluster: StandaloneCluster, procs: list[subprocess.Popen[bytes]]) -> None:

@@ -113,6 +113,8 @@ class Cluster:
             "SPARK_CONF_DIR": str(folder / "conf"),
             # The driver serves jars and files to the executors: loopback, not eth0.
             "SPARK_LOCAL_IP": "127.0.0.1",
+            # Where the driver unpacks --archives too: this folder, not /tmp.
+            "SPARK_LOCAL_DIRS": str(folder / "local"),
         }
         (folder / "conf").mkdir(exist_ok=True)
 
