@@ -16,10 +16,9 @@ application. Left out: torch with its CUDA
 libraries and triton (4.2 GB that no worker imports: spark_jobs.embed ships the engine as
 an ONNX export), Spark's own jars (executors have theirs) and the editable install's hooks
 (executors import the project from the code zip, never from a checkout). `bin/python` is
-a copy of the base interpreter's executable, not a link (Hadoop will not unpack a link
-that leads outside the archive's folder); it still loads that interpreter's library and
-standard library (pyvenv.cfg's `home`), as a venv-pack archive would: every worker needs
-that Python at the same path.
+a copy of the base interpreter's executable, not a link; it still loads that
+interpreter's library and standard library (pyvenv.cfg's `home`), as a venv-pack archive
+would: every worker needs that Python at the same path.
 
 Kept in ~/.cache/hudi-rag-recommender/envs under a name that hashes the environment's
 packages and versions: packed once per set of packages, reused by every run.
@@ -93,9 +92,9 @@ def env_archive() -> Path:
     with tempfile.NamedTemporaryFile(dir=archive.parent, suffix=".part", delete=False) as part:
         partial = Path(part.name)
     try:
-        # Hadoop's unpacking (Spark's, for --archives) refuses an entry that leads outside
-        # its folder: "./", and links such as bin/python -> the base interpreter. So the
-        # entries are named, lib64 (a link to lib) is left out, and links are copied.
+        # Spark's Java unpacking (of a .tar) refuses an entry that leads outside its folder:
+        # "./", and links such as bin/python -> the base interpreter. Entries named, lib64
+        # (a link to lib) left out and links copied, the archive unpacks either way.
         # gzip -1: 1.4 GB packs to 0.53 GB for ~25 s of CPU, once per set of packages.
         command = [tar, "-I", "gzip -1", "-chf", str(partial), *excludes, "--exclude=__pycache__"]
         command += ["-C", str(prefix)]
