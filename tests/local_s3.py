@@ -49,7 +49,7 @@ class LocalS3:
 
 
 @contextmanager
-def local_s3() -> Iterator[LocalS3]:
+def start_local_s3() -> Iterator[LocalS3]:
     from moto.server import ThreadedMotoServer
 
     # Its server logs every request at INFO: hundreds per Hudi commit in a failure's output.

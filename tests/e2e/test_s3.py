@@ -24,7 +24,8 @@ from spark_jobs.create_table import create_table
 from spark_jobs.delete_products import delete_ids
 from spark_jobs.session import configure_s3a
 from spark_jobs.upsert_products import upsert_rows
-from tests.local_s3 import LocalS3, local_s3
+from tests.local_s3 import LocalS3 as LocalS3  # re-exported: tests/spark_jobs/test_ingest.py
+from tests.local_s3 import start_local_s3
 from tests.synctools import product
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -62,9 +63,9 @@ CATALOG = [
 ]
 
 
-@pytest.fixture(name="local_s3")
-def local_s3_fixture() -> Iterator[LocalS3]:
-    with local_s3() as s3:
+@pytest.fixture
+def local_s3() -> Iterator[LocalS3]:
+    with start_local_s3() as s3:
         yield s3
 
 

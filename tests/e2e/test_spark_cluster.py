@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from spark_jobs.pack_env import code_zip, env_archive, job_jars
-from tests.local_s3 import LocalS3, local_s3
+from tests.local_s3 import LocalS3, start_local_s3
 from tests.spark_cluster import (
     EXECUTOR_MEMORY,
     TEST_JVM_OPTS,
@@ -228,7 +228,7 @@ LANDING = [
 def test_the_jobs_run_on_a_standalone_cluster_and_the_sync_mirrors_their_table(
     spark_cluster: StandaloneCluster, python_env: Path, tmp_path: Path
 ) -> None:
-    with local_s3() as s3:
+    with start_local_s3() as s3:
         lake = Cluster(spark_cluster, s3, tmp_path)
         table, bucket = lake.table, s3.bucket
 
