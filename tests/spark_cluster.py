@@ -136,10 +136,18 @@ def standalone_cluster(folder: Path) -> Iterator[StandaloneCluster]:
     finally:
         for proc in reversed(procs):  # workers first: they stop their executors
             _stop(proc)
-        # The unpacked archives (GBs each); the executors' logs stay for a failure's reader.
-        for unpacked in folder.glob("worker-*/app-*/*/env"):
-            shutil.rmtree(unpacked, ignore_errors=True)
-        shutil.rmtree(folder / "local", ignore_errors=True)
+        _drop_fetched(folder)
+
+
+def _drop_fetched(folder: Path) -> None:
+    """What the executors fetched (~350 MB of jars per application, the unpacked archives),
+    keeping their logs for a failure's reader."""
+    for fetched in folder.glob("worker-*/app-*/*/*"):
+        if fetched.is_dir():
+            shutil.rmtree(fetched, ignore_errors=True)
+        elif fetched.name not in ("stderr", "stdout"):
+            fetched.unlink(missing_ok=True)
+    shutil.rmtree(folder / "local", ignore_errors=True)
 
 
 def _wait_for_workers(cluster: StandaloneCluster, procs: list[subprocess.Popen[bytes]]) -> None:
