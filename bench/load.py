@@ -544,6 +544,8 @@ def run_streams(args: argparse.Namespace, shard: Path, queries: list[str]) -> No
             "stream", url, service.pid, queries, args.streams, args.duration, True
         )
         report_streams(streamed, pct(json_phase.total, 0.5))
+        per_answer = [p.cpu / max(len(p.total), 1) for p in (streamed, json_phase)]
+        print(f"[load] stream CPU per answer ÷ JSON: {per_answer[0] / per_answer[1]:.2f}")
         print(f"[load] uptime: {uptime()}")
     finally:
         if service is not None:

@@ -370,6 +370,9 @@ def main() -> int:
     )
     ds.add_argument("--single-requests", type=int, default=300, help="per one-client phase")
     ds.add_argument(
+        "--model", type=Path, help="also serve with this LEARNED_MODEL (its ranker): +ranker"
+    )
+    ds.add_argument(
         "--max-seconds", type=float, default=60.0, help="no request starts later in a phase"
     )
     args = ap.parse_args()

@@ -13,9 +13,11 @@ Then, once per retrieval mode (dense-only as the baseline, then the configured s
 ranking, RETRIEVAL_MODE, default hybrid), start the service on the shard and drive POST
 /search and POST /recommend (offline extractive generator: no OPENAI_API_KEY) with the
 dataset's own query texts: one client (p50, p99) and C clients (throughput), each with
-the service process's CPU seconds per request. Every figure is compared as a ratio to
-dense-only from the same run; with two or more sizes, the one-client p50s of the largest
-are also divided by those of the smallest (the catalog-size cost of a request).
+the service process's CPU seconds per request. With `--model MODEL_DIR` a third run
+serves the configured ranking with that LEARNED_MODEL (its ranker re-ordering; shown as
+`+ranker`). Every figure is compared as a ratio to dense-only from the same run; with two
+or more sizes, the one-client p50s of the largest are also divided by those of the
+smallest (the catalog-size cost of a request).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from bench.service_process import Phase, ServiceProcess, measure
 logger = logging.getLogger("bench.retrieval")
 
 ENDPOINTS = ("/search", "/recommend")
+# A mode's suffix for the service run with --model's LEARNED_MODEL.
+RANKED = "+ranker"
 WARMUP_REQUESTS = 32
 # HNSW build time per point, for the ETA only (~70-100 s at 100k points, DESIGN.md).
 OPTIMIZE_S_PER_POINT = 0.001
@@ -161,7 +165,10 @@ def _serve(
         file=sys.stderr,
         flush=True,
     )
-    with ServiceProcess(shard, mode, table_path=_table_path(shard)) as service:
+    learned = str(args.model) if mode.endswith(RANKED) else ""
+    with ServiceProcess(
+        shard, mode.removesuffix(RANKED), table_path=_table_path(shard), learned_model=learned
+    ) as service:
         for path in ENDPOINTS:
             # Warm-up from the end of the query list: the measured phases start at its top.
             measure(service, path, bodies[-WARMUP_REQUESTS:], 1, WARMUP_REQUESTS)
@@ -254,6 +261,8 @@ def run_dataset(args: argparse.Namespace) -> int:
         print(f"error: --sizes must be between 1 and {len(catalog)}", file=sys.stderr)
         return 2
     modes: list[str] = list(dict.fromkeys(["dense", settings.retrieval_mode]))
+    if args.model is not None:
+        modes.append(settings.retrieval_mode + RANKED)
     embedder = CachedEmbedder.wrap(embedder_for(settings), args.cache_dir)
     print(
         f"{dataset.name}: {len(catalog)} products, {len(queries)} queries; sizes {sizes}; "

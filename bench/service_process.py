@@ -91,8 +91,10 @@ class ServiceProcess(_ManagedProcess):
         startup_s: float = 300,
         qdrant_url: str | None = None,
         collection: str | None = None,
+        learned_model: str = "",
     ):
-        """With `qdrant_url`, the store is that server's `collection`, not the shard."""
+        """With `qdrant_url`, the store is that server's `collection`, not the shard;
+        `learned_model` is LEARNED_MODEL (e.g. a ranker), none by default."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.mode = mode
@@ -107,6 +109,7 @@ class ServiceProcess(_ManagedProcess):
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
+            "LEARNED_MODEL": learned_model,
         }
         env.pop("QDRANT_URL", None)
         if qdrant_url:
@@ -163,10 +166,12 @@ def drive(
     *,
     max_seconds: float | None = None,
     label: str = "",
+    expect: int = 200,
 ) -> Phase:
     """`clients` closed-loop clients sharing `requests` POST calls to `path`, body n being
-    bodies[n % len(bodies)]; no new request starts after `max_seconds`. With a `label`,
-    progress and an ETA go to stderr every PROGRESS_EVERY_S."""
+    bodies[n % len(bodies)]; no new request starts after `max_seconds`; any answer but
+    `expect` stops the run. With a `label`, progress and an ETA go to stderr every
+    PROGRESS_EVERY_S."""
     host, port = url.removeprefix("http://").split(":")
     encoded = [json.dumps(b).encode() for b in bodies]
 
@@ -186,7 +191,7 @@ def drive(
                     return
                 status, raw = await pool.request("POST", path, encoded[n % len(encoded)])
                 now = time.perf_counter()
-                if status != 200:
+                if status != expect:
                     raise SystemExit(f"POST {path} answered {status}: {raw[:200]!r}")
                 latencies.append(now - t)
                 if label and now - reported >= PROGRESS_EVERY_S:

@@ -21,7 +21,13 @@ from app.core.config import get_settings
 from spark_jobs import cli
 from spark_jobs.driver_rows import rows_frame
 from spark_jobs.errors import InputError
-from spark_jobs.table import normalize_table_path, read_snapshot, require_table, write
+from spark_jobs.table import (
+    materialize,
+    normalize_table_path,
+    read_snapshot,
+    require_table,
+    write,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,15 +77,12 @@ def delete_ids(spark: SparkSession, table_path: str, ids: list[int]) -> DeleteRe
     now = time.time_ns() // 1_000_000
     # Under EVENT_TIME_ORDERING a delete whose ts is older than the stored row's can lose
     # the merge, so each delete carries max(stored ts, now).
-    # localCheckpoint, not persist(): count() on a persisted frame holds its cache entry's
-    # lock while Hudi plans the scan, and a Hudi planning step that unpersists (data
-    # skipping) waits on every cache entry's lock: a deadlock (docs/troubleshooting.md).
-    present = (
+    # Counted, then written: kept once (`materialize`, neither persist nor localCheckpoint).
+    present = materialize(
         read_snapshot(spark, table_path)
         .join(id_frame, "id", "inner")
         .withColumn("ts", F.greatest(F.col("ts"), F.lit(now)))
         .select(*COLUMN_NAMES)
-        .localCheckpoint(eager=True)
     )
     deleted = present.count()
     if deleted:

@@ -3,18 +3,28 @@
     python -m spark_jobs.embed --table-path T [--vectors-path V] [--begin I [--end I]]
         [--encoder auto|onnx-int8|onnx-fp32|torch] [--partitions N] [--hoodie-conf K=V ...]
 
-The sync's work, spread over executors: the driver chooses the engine as the sync would (an
+The sync's work, spread over executors: the driver decides the engine as the sync would (an
 ONNX export checked against torch) and ships that export with the job; each Python worker
 loads it once and runs the sync's own chunker and that encoder on the rows (the table's
 snapshot, or the commits of a window with `--begin`/`--end`); the vectors go to V (default
 `<T>_chunk_vectors`, where the sync looks: VECTORS_TABLE_PATH), keyed by content key. The
 sync then loads these vectors instead of embedding them. Content already in V is not
-embedded again, so a re-run or a window embeds only what is new.
+embedded again, so a re-run or a window embeds only what is new. A run over the whole
+snapshot (no `--begin`) also deletes from V the vectors no live chunk uses (an edited or
+deleted product's old texts), in one more commit: V follows the catalog, not its history,
+and so does the sync's lookup index.
 
 The content key names the engine (`all-MiniLM-L6-v2+int8` for the int8 export), so the sync
-only loads vectors from the engine it runs itself. `--encoder` defaults to
-EMBEDDING_ENCODER (auto: int8 where the driver's CPU has VNNI/AMX): where the syncer's CPU
-differs from the driver's, set it to the engine the syncer logs at start-up.
+only loads vectors from the engine it runs itself. The engine is decided once, on the
+driver (`--encoder`, default EMBEDDING_ENCODER; auto: int8 where the driver's CPU has
+VNNI/AMX), and every worker runs that engine or fails its task: where the syncer's CPU
+differs from the driver's, set `--encoder` to the engine the syncer logs at start-up. An
+ONNX engine runs on the executors from the shipped export alone, so they need no torch
+(spark_jobs/pack_env.py leaves it out); under torch each worker loads the model.
+
+Fault tolerance: the chunk stage and the vectors are kept with a reliable checkpoint
+(`SPARK_CHECKPOINT_DIR`, spark_jobs/session.py), not `localCheckpoint`, whose blocks live on
+the executors and are lost with one; on a cluster that folder must be shared storage.
 """
 
 from __future__ import annotations
@@ -25,18 +35,16 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, get_args
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from app.core.catalog import COLUMN_NAMES
 from app.core.config import Settings, default_vectors_path, get_settings
 from app.embedding import load_embedder
 from app.embedding.choice import EncoderChoice
-from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID
+from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID, VECTOR
 from spark_jobs import cli
 from spark_jobs.embed_worker import (
     CHUNK_SCHEMA,
-    TEXT,
     VECTOR_SCHEMA,
     EmbedConfig,
     ShippedOnnx,
@@ -46,8 +54,10 @@ from spark_jobs.embed_worker import (
 from spark_jobs.errors import JobError
 from spark_jobs.table import (
     has_completed_writes,
+    materialize,
     normalize_table_path,
     parse_hoodie_conf,
+    product_columns,
     read_snapshot,
     read_table_properties,
     require_table,
@@ -69,6 +79,7 @@ class EmbedResult:
     chunks: int  # distinct chunk contents in the rows read
     present: int  # ... already in the vectors table (not embedded)
     embedded: int
+    dropped: int  # vectors no live chunk uses, deleted (a run over the whole snapshot)
     engines: dict[str, int]  # model id (engine) -> vectors written by it
     vectors_path: str
     embed_seconds: float  # chunking and embedding, the write excluded
@@ -79,14 +90,38 @@ class EmbedResult:
         return self.embedded / self.seconds if self.seconds else 0.0
 
 
+# The engine an Embedder reports, as the choice that makes a worker run exactly it.
+_ENGINES: dict[str, EncoderChoice] = {"onnx-int8": "onnx-int8", "onnx-fp32": "onnx-fp32"}
+
+
 def config_from(settings: Settings, encoder: EncoderChoice | None = None) -> EmbedConfig:
-    """The chunking and embedding settings the sync would use, for the workers."""
+    """The chunking and embedding settings the sync would use, with the engine decided
+    here on the driver (the model is loaded once to decide it) for every worker."""
+    embedder = load_embedder(
+        settings.embedding_model,
+        "cpu",
+        settings.embedding_batch_size,
+        encoder or settings.embedding_encoder,
+        settings.model_cache_dir,
+    )
+    engine = _ENGINES.get(embedder.encoder, "torch")
+    logger.info("embedding with %s (%s) on every worker", embedder.model_id, engine)
+    shipped = None
+    if embedder.onnx is not None:
+        # The export this driver checked, with its tokenizer: the workers run it alone.
+        shipped = ShippedOnnx(
+            str(embedder.onnx.model_path),
+            embedder.tokenizer().to_str(),
+            embedder.max_seq_tokens,
+        )
     return EmbedConfig(
         model=settings.embedding_model,
-        encoder=encoder or settings.embedding_encoder,
+        encoder=engine,
+        model_id=embedder.model_id,
         batch_size=settings.embedding_batch_size,
         max_chunk_tokens=settings.max_chunk_tokens,
         overlap_tokens=settings.chunk_overlap_tokens,
+        onnx=shipped,
     )
 
 
@@ -106,23 +141,19 @@ def embed_table(
     table_path = normalize_table_path(table_path)
     vectors_path = normalize_table_path(vectors_path or default_vectors_path(table_path))
     require_table(spark, table_path)
-    config = ship_engine(spark, config)
+    if config.onnx is not None:
+        spark.sparkContext.addFile(config.onnx.path)
     parallelism = partitions or spark.sparkContext.defaultParallelism
     # A table of a few files reads as a few partitions: spread the rows over every core.
     rows = _read(spark, table_path, begin, end).repartition(parallelism)
-    # The chunk stage: one row per distinct content, materialised once (it is counted,
-    # anti-joined and embedded from here).
-    chunks = (
-        spark.createDataFrame(rows.rdd.mapPartitions(chunk_rows(config)), CHUNK_SCHEMA)
-        .dropDuplicates([CONTENT_KEY])
-        .localCheckpoint(eager=True)
+    # The chunk stage: one row per distinct content, kept once (it is counted, anti-joined
+    # and embedded from here).
+    chunks = materialize(
+        spark.createDataFrame(
+            rows.rdd.mapPartitions(chunk_rows(config)), CHUNK_SCHEMA
+        ).dropDuplicates([CONTENT_KEY])
     )
     total = chunks.count()
-    if chunks.select(MODEL_ID).distinct().count() > 1:
-        # Workers on CPUs that picked different engines keyed one text twice; the embed
-        # stage keys each by the engine that embeds it, which makes the two rows equal.
-        chunks = chunks.dropDuplicates([TEXT]).localCheckpoint(eager=True)
-        total = chunks.count()
     props = read_table_properties(spark, vectors_path)
     exists = props is not None and has_completed_writes(spark, vectors_path)
     todo = chunks
@@ -135,6 +166,10 @@ def embed_table(
         )
         todo = chunks.join(held, CONTENT_KEY, "left_anti")
     count = todo.count() if exists else total
+    dropped = 0
+    if exists and begin is None:
+        assert props is not None
+        dropped = _drop_dead(spark, vectors_path, chunks, props, overrides)
     logger.info(
         "%d distinct chunks, %d to embed into %s (%.1fs)",
         total,
@@ -142,60 +177,30 @@ def embed_table(
         vectors_path,
         time.monotonic() - started,
     )
-    engines: dict[str, int] = {}
     embed_seconds = time.monotonic() - started
     if count:
         n = partitions or max(parallelism, -(-count // CHUNKS_PER_TASK))
         with _progress(spark, "embed", count, n):
-            vectors = spark.createDataFrame(
-                todo.repartition(n).rdd.mapPartitions(embed_rows(config)), VECTOR_SCHEMA
-            ).localCheckpoint(eager=True)
+            # Kept before the write: Hudi's upsert reads its input more than once.
+            vectors = materialize(
+                spark.createDataFrame(
+                    todo.repartition(n).rdd.mapPartitions(embed_rows(config)), VECTOR_SCHEMA
+                )
+            )
         embed_seconds = time.monotonic() - started
-        engines = {
-            str(r[MODEL_ID]): int(r["count"]) for r in vectors.groupBy(MODEL_ID).count().collect()
-        }
         logger.info("embedded %d chunks (%.1fs)", count, embed_seconds)
-        _write(vectors, vectors_path, props if exists else None, overrides)
+        _write(vectors, vectors_path, props if exists else None, overrides, "upsert")
         logger.info("written to %s (%.1fs)", vectors_path, time.monotonic() - started)
     return EmbedResult(
         chunks=total,
         present=total - count,
         embedded=count,
-        engines=engines,
+        dropped=dropped,
+        engines={config.model_id: count} if count else {},
         vectors_path=vectors_path,
         embed_seconds=embed_seconds,
         seconds=time.monotonic() - started,
     )
-
-
-def ship_engine(spark: SparkSession, config: EmbedConfig) -> EmbedConfig:
-    """Choose the engine here, as the sync would, and ship its ONNX export to the workers.
-
-    The driver loads the model and checks the export against torch once; the workers run
-    the export alone (embed_worker.ShippedOnnx), so executors need no torch. Under torch
-    (`--encoder torch`, or an export that failed its check) each worker loads the model.
-    """
-    if config.onnx is not None:
-        return config
-    embedder = load_embedder(
-        config.model,
-        "cpu",
-        config.batch_size,
-        config.encoder,
-        get_settings().model_cache_dir,
-        config.threads,
-        1,
-    )
-    if embedder.onnx is None:
-        logger.info("engine %s: every worker loads the model", embedder.encoder)
-        return config
-    path = embedder.onnx.model_path
-    spark.sparkContext.addFile(str(path))
-    logger.info("engine %s: the workers run %s", embedder.model_id, path.name)
-    shipped = ShippedOnnx(
-        path.name, embedder.model_id, embedder.tokenizer().to_str(), embedder.max_seq_tokens
-    )
-    return replace(config, onnx=shipped)
 
 
 def _read(spark: SparkSession, table_path: str, begin: str | None, end: str | None) -> DataFrame:
@@ -208,7 +213,37 @@ def _read(spark: SparkSession, table_path: str, begin: str | None, end: str | No
     )
     if end is not None:
         reader = reader.option("hoodie.datasource.read.end.instanttime", end)
-    return reader.load(table_path).select(*COLUMN_NAMES)
+    return product_columns(reader.load(table_path))
+
+
+def _drop_dead(
+    spark: SparkSession,
+    vectors_path: str,
+    live: DataFrame,
+    props: dict[str, str],
+    overrides: dict[str, str] | None,
+) -> int:
+    """Delete the vectors whose key no chunk of the snapshot has; returns how many."""
+    from pyspark.sql import functions as F
+
+    stored = (
+        spark.read.format("hudi")
+        .option("hoodie.enable.data.skipping", "false")
+        .load(vectors_path)
+        .select(CONTENT_KEY, MODEL_ID, VECTOR, EMBEDDED_AT)
+    )
+    now = time.time_ns() // 1_000_000
+    # A delete must not lose the merge to the stored row's (event-time) ts.
+    dead = materialize(
+        stored.join(live.select(CONTENT_KEY), CONTENT_KEY, "left_anti").withColumn(
+            EMBEDDED_AT, F.greatest(F.col(EMBEDDED_AT), F.lit(now))
+        )
+    )
+    dropped = dead.count()
+    if dropped:
+        logger.info("dropping %d vectors no live chunk uses from %s", dropped, vectors_path)
+        _write(dead, vectors_path, props, overrides, "delete")
+    return dropped
 
 
 def _write(
@@ -216,12 +251,13 @@ def _write(
     vectors_path: str,
     props: dict[str, str] | None,
     overrides: dict[str, str] | None,
+    operation: Literal["upsert", "delete"],
 ) -> None:
-    """One commit: into a new table a bulk_insert, else an upsert."""
+    """One commit: into a new table a bulk_insert, else `operation`."""
     options = {
         "hoodie.table.name": props["hoodie.table.name"] if props else VECTORS_TABLE_NAME,
         "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
-        "hoodie.datasource.write.operation": "upsert" if props else "bulk_insert",
+        "hoodie.datasource.write.operation": operation if props else "bulk_insert",
         "hoodie.datasource.write.recordkey.field": CONTENT_KEY,
         "hoodie.datasource.write.precombine.field": EMBEDDED_AT,
         "hoodie.datasource.write.partitionpath.field": "",
@@ -312,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chunks {result.chunks}")
         print(f"present {result.present}")
         print(f"embedded {result.embedded}")
+        print(f"dropped {result.dropped}")
         for engine, n in sorted(result.engines.items()):
             print(f"engine {engine} {n}")
         print(f"vectors_path {result.vectors_path}")

@@ -10,7 +10,7 @@ globals, and the model cache below would be rebuilt for every task. Python worke
 reused across tasks (`spark.python.worker.reuse`, Spark's default), so each loads the model
 once.
 
-When the driver chose an ONNX engine (`EmbedConfig.onnx`, set by `spark_jobs.embed`), the
+When the driver decided an ONNX engine (`EmbedConfig.onnx`, set by `spark_jobs.embed`), the
 workers run that very export, shipped with the job, with the tokenizer it came with: no
 torch, no sentence-transformers and no export on an executor, so a cluster's executors
 need neither torch nor its CUDA libraries (spark_jobs/pack_env.py leaves them out).
@@ -31,7 +31,8 @@ from app.embedding.choice import EncoderChoice
 from app.embedding.onnx_encoder import OnnxEncoder, Vectors, open_session
 from app.sync.apply import EMBED_GROUP
 from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID, VECTOR
-from app.sync.chunking import ProductChunker, chunk_hash
+from app.sync.chunking import ProductChunker
+from spark_jobs.errors import JobError
 
 if TYPE_CHECKING:
     from pyspark.sql import Row
@@ -44,11 +45,14 @@ PartitionFunction = Callable[[Iterable["Row"]], Iterator[tuple[Any, ...]]]
 class EmbedConfig:
     """The driver's settings that decide a chunk's text and vector, shipped to every worker.
 
-    The same fields the sync builds its chunker and embedder from (app/sync/engine.py).
+    The same fields the sync builds its chunker and embedder from (app/sync/engine.py), and
+    the engine the driver resolved (`encoder` is never "auto" here; `model_id` names the
+    vector space it embeds into): every worker runs that one engine or fails the task.
     """
 
     model: str
     encoder: EncoderChoice
+    model_id: str
     batch_size: int
     max_chunk_tokens: int
     overlap_tokens: int
@@ -61,21 +65,21 @@ class EmbedConfig:
 class ShippedOnnx:
     """The ONNX export the driver chose and checked against torch, as the sync does."""
 
-    file: str  # its name among the job's files (SparkContext.addFile -> SparkFiles.get)
-    model_id: str  # the content keys' engine name (e.g. all-MiniLM-L6-v2+int8)
+    path: str  # the driver's; a worker gets its copy by name (addFile -> SparkFiles.get)
     tokenizer: str  # the model's tokenizer as JSON, truncation and padding off
     max_seq_tokens: int
 
 
 @dataclass(frozen=True, slots=True)
 class ShippedEncoder:
-    """What the worker functions use of an Embedder: its engine name and `embed`."""
+    """What the worker functions use of an Embedder: its engine's names and `embed`."""
 
-    encoder: OnnxEncoder
+    onnx: OnnxEncoder
     model_id: str
+    encoder: str
 
     def embed(self, texts: list[str]) -> Vectors:
-        return self.encoder.embed(texts)
+        return self.onnx.embed(texts)
 
 
 @lru_cache(maxsize=2)
@@ -98,7 +102,7 @@ def worker_model(config: EmbedConfig) -> tuple[Embedder | ShippedEncoder, Produc
     )
     chunker = ProductChunker(
         embedder.tokenizer(),
-        embedder.model_id,
+        config.model_id,
         min(config.max_chunk_tokens, embedder.max_seq_tokens),
         config.overlap_tokens,
     )
@@ -109,7 +113,7 @@ def _shipped(config: EmbedConfig, onnx: ShippedOnnx) -> tuple[ShippedEncoder, Pr
     from pyspark import SparkFiles
     from tokenizers import Tokenizer
 
-    path = Path(SparkFiles.get(onnx.file))
+    path = Path(SparkFiles.get(Path(onnx.path).name))
     session = open_session(path, config.threads, spinning=False)
     # Two tokenizers: the encoder's truncates at the model's limit, the chunker's must not.
     encoder = OnnxEncoder(
@@ -121,46 +125,49 @@ def _shipped(config: EmbedConfig, onnx: ShippedOnnx) -> tuple[ShippedEncoder, Pr
     )
     chunker = ProductChunker(
         Tokenizer.from_str(onnx.tokenizer),
-        onnx.model_id,
+        config.model_id,
         min(config.max_chunk_tokens, onnx.max_seq_tokens),
         config.overlap_tokens,
     )
-    return ShippedEncoder(encoder, onnx.model_id), chunker
+    return ShippedEncoder(encoder, config.model_id, config.encoder), chunker
 
 
-CHUNK_SCHEMA = f"{CONTENT_KEY} string, {TEXT} string, {MODEL_ID} string"
+CHUNK_SCHEMA = f"{CONTENT_KEY} string, {TEXT} string"
 VECTOR_SCHEMA = (
     f"{CONTENT_KEY} string, {MODEL_ID} string, {VECTOR} array<float>, {EMBEDDED_AT} long"
 )
 
 
 def chunk_rows(config: EmbedConfig) -> PartitionFunction:
-    """Product rows -> one (content key, text, model id) per chunk, for `rdd.mapPartitions`."""
+    """Product rows -> one (content key, text) per chunk, for `rdd.mapPartitions`."""
 
     def run(rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
-        embedder, chunker = worker_model(config)
+        _, chunker = worker_model(config)
         for row in rows:
             for chunk in chunker.chunk(Product.from_row(row.asDict())):
-                yield chunk.chunk_hash, chunk.text, embedder.model_id
+                yield chunk.chunk_hash, chunk.text
 
     return run
 
 
 def embed_rows(config: EmbedConfig) -> PartitionFunction:
-    """Chunk rows -> (content key, model id, vector, ts), keyed by the engine that embedded."""
+    """Chunk rows -> (content key, model id, vector, ts), on the driver's engine only."""
 
     def run(rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
         embedder, _ = worker_model(config)
+        if embedder.model_id != config.model_id:
+            # The engine's probe failed here (or ONNX is missing): its vectors would live
+            # in another space than the keys say.
+            raise JobError(
+                f"this worker runs {embedder.model_id} ({embedder.encoder}), the driver "
+                f"decided {config.model_id} ({config.encoder}): set --encoder to an engine "
+                "every executor can run"
+            )
         for group in _groups(rows, EMBED_GROUP):
             vectors = embedder.embed([str(r[TEXT]) for r in group])
             now = time.time_ns() // 1_000_000
             for row, vector in zip(group, vectors, strict=True):
-                # A chunk stage on a worker whose CPU picked another engine keyed the text
-                # for that engine: the key follows the vector, so none is ever mislabelled.
-                key = row[CONTENT_KEY]
-                if row[MODEL_ID] != embedder.model_id:
-                    key = chunk_hash(embedder.model_id, row[TEXT])
-                yield key, embedder.model_id, vector.tolist(), now
+                yield row[CONTENT_KEY], config.model_id, vector.tolist(), now
 
     return run
 

@@ -46,6 +46,8 @@ SESSION_CONF = {
     "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
     "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    # A reliable checkpoint's files go when its DataFrame is garbage-collected.
+    "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
     # The console progress bar would interleave with the jobs' one-line-per-count output.
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.core.catalog import COLUMN_NAMES, PRECOMBINE_FIELD, RECORD_KEY
+from app.core.catalog import PRECOMBINE_FIELD, RECORD_KEY
 from spark_jobs.errors import JobError, TableNotFoundError
 
 if TYPE_CHECKING:
@@ -109,12 +109,43 @@ def read_snapshot(spark: SparkSession, table_path: str) -> DataFrame:
     1.1.1 on Spark 3.5: `CachedRDDBuilder` lock held by AQE, the broadcast thread in
     `CacheManager.uncacheQuery`).
     """
-    return (
-        spark.read.format("hudi")
-        .option("hoodie.enable.data.skipping", "false")
-        .load(table_path)
-        .select(*COLUMN_NAMES)
+    return product_columns(
+        spark.read.format("hudi").option("hoodie.enable.data.skipping", "false").load(table_path)
     )
+
+
+def product_columns(df: DataFrame) -> DataFrame:
+    """`df`'s product columns in table order; a column the table predates (the shop's
+    signals, added later) reads as null, as hudi-rs reads it for the sync."""
+    from pyspark.sql import functions as F
+
+    from app.core.catalog import spark_schema
+
+    return df.select(
+        *(
+            F.col(f.name) if f.name in df.columns else F.lit(None).cast(f.dataType).alias(f.name)
+            for f in spark_schema().fields
+        )
+    )
+
+
+def materialize(df: DataFrame) -> DataFrame:
+    """`df` computed once and kept as files in the session's checkpoint folder.
+
+    For rows an action reads more than once (a count, then a write). Not `persist()`:
+    counting a persisted frame holds its cache entry's lock while Hudi plans a read, and a
+    Hudi planning step that unpersists waits on every entry's lock (a deadlock,
+    docs/troubleshooting.md). Not `localCheckpoint()`: its blocks live on the executors and
+    go with one. An eager reliable checkpoint computes the plan once, in the job that
+    writes the files: into the session's checkpoint folder, or SPARK_CHECKPOINT_DIR when
+    none is set (Spark makes a folder per application in it).
+    """
+    context = df.sparkSession.sparkContext
+    if context.getCheckpointDir() is None:
+        from app.core.config import get_settings
+
+        context.setCheckpointDir(get_settings().spark_checkpoint_dir)
+    return df.checkpoint(eager=True)
 
 
 def write(

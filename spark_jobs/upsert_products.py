@@ -25,7 +25,13 @@ from datetime import UTC, datetime
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from app.core.catalog import COLUMN_NAMES, PRECOMBINE_FIELD, RECORD_KEY, spark_schema
+from app.core.catalog import (
+    COLUMN_NAMES,
+    PRECOMBINE_FIELD,
+    RECORD_KEY,
+    SIGNAL_COLUMNS,
+    spark_schema,
+)
 from app.core.config import get_settings
 from spark_jobs import cli
 from spark_jobs.errors import InputError
@@ -43,6 +49,7 @@ from spark_jobs.table import (
     WriteOperation,
     default_quarantine,
     has_completed_writes,
+    materialize,
     normalize_table_path,
     parse_hoodie_conf,
     read_snapshot,
@@ -60,7 +67,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_CONTENT_COLUMNS = tuple(c for c in COLUMN_NAMES if c not in (RECORD_KEY, PRECOMBINE_FIELD))
+# What a seller's row says: the shop's signal columns are neither compared nor taken.
+_CONTENT_COLUMNS = tuple(
+    c for c in COLUMN_NAMES if c not in (RECORD_KEY, PRECOMBINE_FIELD, *SIGNAL_COLUMNS)
+)
 _SEQ = "_seq"
 _COMMIT_META_PREFIX = "_ingest."
 # Up to this many ids per batch, the diff broadcasts them (~20 MB of hash table at 1M)
@@ -143,7 +153,7 @@ def upsert_source(
 ) -> UpsertResult:
     """Checked rows (spark_jobs.inputs shape) -> quarantine, de-duplicate, diff, write.
 
-    A few Spark actions run over the cached, validated rows (counts, quarantine, changed
+    A few Spark actions run over the kept, validated rows (counts, quarantine, changed
     rows) before the Hudi commits (one for deletes, one for upserts, each only when it has
     rows); nothing reaches the table when reading fails.
 
@@ -157,37 +167,35 @@ def upsert_source(
     # against or delete from.
     first_load = not has_completed_writes(spark, table_path)
     checked = source.withColumn(_SEQ, F.monotonically_increasing_id())
-    # Parsed and validated once, then read from the cache by every step below (counts,
-    # quarantine, the write). Only rejects need their source text (for the quarantine):
-    # dropping it from the valid rows halves what is cached.
-    checked = checked.withColumn(ROW, F.when(F.size(REASONS) > 0, F.col(ROW))).persist()
-    try:
-        counts = _count(checked)
-        quarantined = counts.read - counts.valid
-        written_quarantine = (
-            write_quarantine(
-                checked.filter(F.size(REASONS) > 0), quarantined, quarantine_path, table_path
-            )
-            if quarantined or quarantine_empty
-            else None
+    # Parsed and validated once, then read back by every step below (counts, quarantine,
+    # the write), kept by `materialize` (neither persist nor localCheckpoint). Only rejects
+    # need their source text (for the quarantine): dropping it from the valid rows halves
+    # what is kept.
+    checked = materialize(checked.withColumn(ROW, F.when(F.size(REASONS) > 0, F.col(ROW))))
+    counts = _count(checked)
+    quarantined = counts.read - counts.valid
+    written_quarantine = (
+        write_quarantine(
+            checked.filter(F.size(REASONS) > 0), quarantined, quarantine_path, table_path
         )
-        accepted = checked.filter(F.size(REASONS) == 0)
-        # Most batches hold each id once: then the (costly) newest-per-id aggregate is
-        # skipped and the cached rows are written as they are.
-        deduplicate = counts.ids < counts.valid
-        newest = newest_per_key(accepted) if deduplicate else accepted
-        changes = _write_changes(
-            spark,
-            table_path,
-            props,
-            newest,
-            None if deduplicate else (counts.valid, counts.valid_deletes),
-            first_load,
-            hoodie_conf,
-            commit_meta,
-        )
-    finally:
-        checked.unpersist()
+        if quarantined or quarantine_empty
+        else None
+    )
+    accepted = checked.filter(F.size(REASONS) == 0)
+    # Most batches hold each id once: then the (costly) newest-per-id aggregate is
+    # skipped and the kept rows are written as they are.
+    deduplicate = counts.ids < counts.valid
+    newest = newest_per_key(accepted) if deduplicate else accepted
+    changes = _write_changes(
+        spark,
+        table_path,
+        props,
+        newest,
+        None if deduplicate else (counts.valid, counts.valid_deletes),
+        first_load,
+        hoodie_conf,
+        commit_meta,
+    )
     duplicates = counts.valid - changes.distinct
     logger.info(
         "%d rows read: %d valid, %d rejected, %d duplicates",
@@ -285,7 +293,7 @@ def _write_changes(
 
     Args:
         newest: one row per id. When `known` is None it is an aggregate's output,
-            counted here and cached for the steps that read it again.
+            counted here and kept for the steps that read it again.
         known: (rows, of which op=delete) of `newest`, when already counted.
         first_load: the table has no completed write: bulk_insert, no diff, no deletes.
     """
@@ -297,40 +305,32 @@ def _write_changes(
     if commit_meta:
         options["hoodie.datasource.write.commitmeta.key.prefix"] = _COMMIT_META_PREFIX
         options.update({f"{_COMMIT_META_PREFIX}{k}": v for k, v in commit_meta.items()})
-    cache = known is None
-    if cache:  # an aggregate's output, read by several actions below
-        newest = newest.persist()
-    changed: DataFrame | None = None
-    try:
-        if known is None:
-            counts = newest.agg(F.count(F.lit(1)), F.count(F.when(F.col(IS_DELETE), 1))).first()
-            assert counts is not None  # an aggregate without grouping always has one row
-            known = int(counts[0]), int(counts[1])
-        distinct, deletes = known
-        deleted = 0
-        if deletes and not first_load:
-            deleted = _delete_present(spark, table_path, props, newest, options)
-        incoming = newest.filter(~F.col(IS_DELETE))
-        changed = _changed_rows(spark, table_path, incoming, first_load, distinct - deletes)
-        if first_load:
-            # A table that never had a write holds no keys to look up: bulk_insert skips
-            # the index and small-file work and is ~2x faster for the first load. The
-            # batch is already de-duplicated, so the result is the same as an upsert.
-            upserted = distinct - deletes
-        else:
-            changed = changed.persist()  # counted, then written
-            upserted = changed.count()
-        if upserted:
-            operation: WriteOperation = "bulk_insert" if first_load else "upsert"
-            logger.info("writing %d rows to %s (%s)", upserted, table_path, operation)
-            write_started = time.monotonic()
-            write(changed, table_path, props, operation, options)
-            logger.info("commit done in %.1f s", time.monotonic() - write_started)
-    finally:
-        if changed is not None:
-            changed.unpersist()
-        if cache:
-            newest.unpersist()
+    if known is None:  # an aggregate's output, read by several actions below
+        newest = materialize(newest)
+        counts = newest.agg(F.count(F.lit(1)), F.count(F.when(F.col(IS_DELETE), 1))).first()
+        assert counts is not None  # an aggregate without grouping always has one row
+        known = int(counts[0]), int(counts[1])
+    distinct, deletes = known
+    deleted = 0
+    if deletes and not first_load:
+        deleted = _delete_present(spark, table_path, props, newest, options)
+    incoming = newest.filter(~F.col(IS_DELETE))
+    changed = _changed_rows(spark, table_path, incoming, first_load, distinct - deletes)
+    if first_load:
+        # A table that never had a write holds no keys to look up: bulk_insert skips
+        # the index and small-file work and is ~2x faster for the first load. The
+        # batch is already de-duplicated, so the result is the same as an upsert.
+        upserted = distinct - deletes
+    else:
+        # Counted, then written; its plan reads the table (`materialize`, not persist).
+        changed = materialize(changed)
+        upserted = changed.count()
+    if upserted:
+        operation: WriteOperation = "bulk_insert" if first_load else "upsert"
+        logger.info("writing %d rows to %s (%s)", upserted, table_path, operation)
+        write_started = time.monotonic()
+        write(changed, table_path, props, operation, options)
+        logger.info("commit done in %.1f s", time.monotonic() - write_started)
     return _Changes(distinct, deletes, upserted, deleted)
 
 
@@ -352,21 +352,18 @@ def _delete_present(
     deletes = newest.filter(F.col(IS_DELETE)).select(
         RECORD_KEY, F.col(PRECOMBINE_FIELD).alias("d_ts")
     )
-    present = (
+    # Counted, then written; its plan reads the table (`materialize`, not persist).
+    present = materialize(
         read_snapshot(spark, table_path)
         .join(deletes, RECORD_KEY, "inner")
         .filter(F.col("d_ts") >= F.col(PRECOMBINE_FIELD))
         .withColumn(PRECOMBINE_FIELD, F.greatest(F.col(PRECOMBINE_FIELD), F.col("d_ts")))
         .select(*COLUMN_NAMES)
-        .persist()
     )
-    try:
-        deleted = present.count()
-        if deleted:
-            logger.info("deleting %d ids from %s", deleted, table_path)
-            write(present, table_path, props, "delete", options)
-    finally:
-        present.unpersist()
+    deleted = present.count()
+    if deleted:
+        logger.info("deleting %d ids from %s", deleted, table_path)
+        write(present, table_path, props, "delete", options)
     return deleted
 
 
@@ -385,7 +382,7 @@ def _changed_rows(
     from pyspark.sql import functions as F
 
     if first_load:
-        return _table_rows(incoming)
+        return _table_rows(incoming.select(*_without_signals(incoming)))
     snapshot = read_snapshot(spark, table_path)
     if rows <= _BROADCAST_IDS_MAX:
         # A left join would shuffle every stored row (the whole table, for a 1% batch);
@@ -394,9 +391,17 @@ def _changed_rows(
         snapshot = snapshot.join(ids, RECORD_KEY, "left_semi")
     stored = snapshot.select(
         F.col(RECORD_KEY),
-        *(F.col(c).alias(f"stored_{c}") for c in (PRECOMBINE_FIELD, *_CONTENT_COLUMNS)),
+        *(
+            F.col(c).alias(f"stored_{c}")
+            for c in (PRECOMBINE_FIELD, *_CONTENT_COLUMNS, *SIGNAL_COLUMNS)
+        ),
     )
     joined = incoming.join(stored, RECORD_KEY, "left")
+    # The shop's signals stay as stored (null for a new product), whatever the file said.
+    joined = joined.select(
+        *(c for c in joined.columns if c not in SIGNAL_COLUMNS),
+        *(F.col(f"stored_{c}").alias(c) for c in SIGNAL_COLUMNS),
+    )
     same_content = reduce(
         lambda a, b: a & b, (F.col(c).eqNullSafe(F.col(f"stored_{c}")) for c in _CONTENT_COLUMNS)
     )
@@ -405,6 +410,13 @@ def _changed_rows(
     not_older = ts >= stored_ts
     already_stored = same_content & (F.col(TS_DEFAULTED) | (ts == stored_ts))
     return _table_rows(joined.filter(is_new | (not_older & ~already_stored)))
+
+
+def _without_signals(df: DataFrame) -> list[Any]:
+    """`df`'s columns with the signal columns null (a file cannot set them)."""
+    from pyspark.sql import functions as F
+
+    return [F.lit(None).alias(c) if c in SIGNAL_COLUMNS else F.col(c) for c in df.columns]
 
 
 def _table_rows(df: DataFrame) -> DataFrame:

@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from app.core.config import ROOT
 from tests import qdrant_server
+
+# Tests write only under tmp dirs. Every path Settings derives from DATA_DIR (sync locks,
+# the conversation key, an index nobody named) goes to a folder of this process, and the
+# processes tests start inherit it; the model exports ./scripts/bootstrap.sh cached in
+# the checkout's data/models are still read from there. pytest_sessionfinish checks it.
+CHECKOUT_DATA = ROOT / "data"
+_RUN_DATA = tempfile.mkdtemp(prefix="tests-data-")
+atexit.register(shutil.rmtree, _RUN_DATA, ignore_errors=True)
+os.environ["DATA_DIR"] = _RUN_DATA
+os.environ.setdefault("MODEL_CACHE_DIR", str(CHECKOUT_DATA / "models"))
+
+
+def _checkout_data_files() -> set[Path]:
+    # data/models is the bootstrap's export cache: a test may fill in a missing export.
+    models = CHECKOUT_DATA / "models"
+    return {p for p in CHECKOUT_DATA.rglob("*") if p.is_file() and models not in p.parents}
+
+
+_DATA_BEFORE = _checkout_data_files()
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -26,48 +50,59 @@ if TYPE_CHECKING:
     from app.embedding import Embedder
 
 
-# Test files that take longest (seconds summed over their tests, setup included, from a
-# `./test.sh --durations=0` run on 2026-11-26), run first. With two workers and whole files
-# per worker (--dist loadfile), a long file picked up last leaves the other worker idle for
-# its length: xdist's default order (most tests first) put the demo's single 60 s test at
-# the end. Longest-first keeps both workers busy to the end. Only the order changes; a file
-# missing here (renamed, new) runs after these, in collection order.
+# Longest test files first (durations: BENCHMARKS.md, "Set-up and suite"): with whole files
+# per worker, a long file picked up last leaves the other workers idle. Unlisted files follow.
 LONGEST_FIRST = (
-    "tests/e2e/test_spark_cluster.py",  # minutes: a standalone cluster, five spark-submits
-    "tests/sync/test_sync_two_syncers.py",  # 60 s (server tier: two syncer processes)
-    "tests/sync/test_sync_aged.py",  # 88 s
-    "tests/sync/test_sync_removals.py",  # 86 s
-    "tests/spark_jobs/test_ingest.py",  # 79 s
-    "tests/e2e/test_demo_e2e.py",  # 74 s
-    "tests/sync/test_sync.py",  # 64 s
-    "tests/sync/test_sync_recovery.py",  # 53 s
-    "tests/spark_jobs/test_spark_jobs.py",  # 49 s
-    "tests/api/test_api.py",  # 48 s
-    "tests/sync/test_sync_timeline.py",  # 41 s
-    "tests/sync/test_sync_delete_paths.py",  # 32 s
-    "tests/embedding/test_embedding.py",  # 29 s
-    "tests/sync/test_sync_service.py",  # 28 s
-    "tests/spark_jobs/test_embed.py",  # 28-45 s: Spark's Python workers load the model
-    "tests/api/test_api_engines.py",  # 35 s (three services, one per engine)
-    "tests/api/test_api_input.py",  # 22 s
-    "tests/web/test_web_e2e.py",  # 19 s
-    "tests/api/test_recommend_stream.py",  # 15 s
-    "tests/spark_jobs/test_rules_jar.py",  # 15 s: Maven (rules/), measured 2026-11-27
-    "tests/e2e/test_s3.py",  # 13 s
-    "tests/spark_jobs/test_product_validation.py",  # 13 s
-    "tests/llm/test_llm.py",  # 11 s
-    "tests/sync/test_sync_lock.py",  # 10 s
-    "tests/sync/test_sync_kill.py",  # 9 s
-    "tests/api/test_api_pressure.py",  # 9 s
-    "tests/sync/test_sync_fixture_tables.py",  # 9 s
-    "tests/sync/test_sync_hybrid.py",  # 8 s
+    "tests/e2e/test_spark_cluster.py",
+    "tests/sync/test_sync_cluster.py",
+    "tests/sync/test_sync_two_syncers.py",
+    "tests/sync/test_sync_fence.py",
+    "tests/sync/test_sync_aged.py",
+    "tests/sync/test_sync_removals.py",
+    "tests/spark_jobs/test_ingest.py",
+    "tests/e2e/test_demo_e2e.py",
+    "tests/sync/test_sync.py",
+    "tests/sync/test_sync_recovery.py",
+    "tests/spark_jobs/test_spark_jobs.py",
+    "tests/api/test_api.py",
+    "tests/api/test_api_fuzz.py",
+    "tests/sync/test_sync_timeline.py",
+    "tests/sync/test_sync_delete_paths.py",
+    "tests/embedding/test_embedding.py",
+    "tests/sync/test_sync_service.py",
+    "tests/spark_jobs/test_embed.py",
+    "tests/api/test_api_engines.py",
+    "tests/api/test_api_input.py",
+    "tests/web/test_web_e2e.py",
+    "tests/api/test_recommend_stream.py",
+    "tests/spark_jobs/test_rules_jar.py",
+    "tests/e2e/test_s3.py",
+    "tests/spark_jobs/test_product_validation.py",
+    "tests/llm/test_llm.py",
+    "tests/sync/test_sync_lock.py",
+    "tests/sync/test_sync_kill.py",
+    "tests/api/test_api_pressure.py",
+    "tests/sync/test_sync_fixture_tables.py",
+    "tests/sync/test_sync_hybrid.py",
 )
 
 
 SERVER_TIER_NOT_RUN = (
-    "server tier NOT RUN: the tests marked `server` need a Qdrant server; set "
+    "server tier NOT RUN: the tests marked `server` need a Qdrant server ({reason}); set "
     "QDRANT_SERVER_BIN (a binary) or QDRANT_TEST_URL (.ci/run does)"
 )
+# Set by .ci/run: the server tier must run there, so a missing or broken server is an error.
+REQUIRE_SERVER_TIER = "REQUIRE_SERVER_TIER"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(REQUIRE_SERVER_TIER) == "1":
+        reason = qdrant_server.problem()
+        if reason is not None:
+            raise pytest.UsageError(
+                f"the server tier is required ({REQUIRE_SERVER_TIER}=1, set by .ci/run) and "
+                f"cannot run: {reason}"
+            )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -82,18 +117,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller checks once, after every worker
+    gained = sorted(_checkout_data_files() - _DATA_BEFORE)
+    if gained:
+        session.config.stash[_GAINED] = gained
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_GAINED = pytest.StashKey[list[Path]]()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    gained = terminalreporter.config.stash.get(_GAINED, [])
+    if gained:
+        terminalreporter.write_line(
+            f"FAILED: tests wrote {len(gained)} file(s) into the checkout's data/ (tests "
+            f"write only under tmp dirs): {', '.join(str(p) for p in gained[:10])}",
+            red=True,
+            bold=True,
+        )
     # Decided from the environment, not from collection: with xdist the workers collect.
-    if not qdrant_server.configured():
-        terminalreporter.write_line(SERVER_TIER_NOT_RUN, yellow=True, bold=True)
+    reason = qdrant_server.problem()
+    if reason is not None:
+        terminalreporter.write_line(
+            SERVER_TIER_NOT_RUN.format(reason=reason), yellow=True, bold=True
+        )
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from app.core.config import Settings
     from spark_jobs.session import get_spark
 
     session = get_spark(Settings(spark_master="local[2]"), app_name="tests")
+    # The jobs' reliable checkpoints (spark_jobs/table.py `materialize`), not in data/.
+    session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("spark-checkpoints")))
     yield session
     session.stop()
 

@@ -3,12 +3,15 @@
 `QDRANT_TEST_URL` names a running server; otherwise `QDRANT_SERVER_BIN` names a `qdrant`
 binary, started once per test session on free loopback ports with its storage in a
 temporary folder (`.ci/run` points it at the team's tools when they exist). Tests that
-need it are marked `server`; with neither variable set, tests/conftest.py leaves them out
-of the run and says so in the summary (a deselected tier, not a skip inside a test).
+need it are marked `server`. When the tier cannot run (neither variable set, or a binary
+that is missing or does not run), tests/conftest.py leaves them out of the run and says
+why in the summary (a deselected tier, not a skip inside a test); with
+REQUIRE_SERVER_TIER=1 (.ci/run sets it) the run stops at once with that reason instead.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -23,19 +26,47 @@ STARTUP_SECONDS = 30.0
 
 
 def configured() -> bool:
-    """Whether the environment names a server to test against."""
+    """Whether the environment names a server to test against, and it can run."""
+    return problem() is None
+
+
+def problem() -> str | None:
+    """Why the server tier cannot run here, or None when it can."""
+    if os.environ.get("QDRANT_TEST_URL"):
+        return None
     binary = os.environ.get("QDRANT_SERVER_BIN")
-    return bool(os.environ.get("QDRANT_TEST_URL") or (binary and Path(binary).exists()))
+    if not binary:
+        return "neither QDRANT_SERVER_BIN (a binary) nor QDRANT_TEST_URL is set"
+    return _binary_problem(binary)
 
 
-def _free_port() -> int:
+@functools.cache
+def _binary_problem(binary: str) -> str | None:
+    # Run once per process: a file that exists is not yet a server (wrong platform, a
+    # truncated download, no exec bit).
+    if not Path(binary).is_file():
+        return f"QDRANT_SERVER_BIN={binary}: no such file"
+    try:
+        done = subprocess.run([binary, "--version"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"QDRANT_SERVER_BIN={binary} does not run: {e}"
+    said = (done.stdout + done.stderr).decode(errors="replace").strip()
+    if done.returncode != 0 or not said.lower().startswith("qdrant"):
+        return (
+            f"QDRANT_SERVER_BIN={binary} is not a working qdrant: `--version` exited "
+            f"{done.returncode} saying {said[-200:]!r}"
+        )
+    return None
+
+
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
 
 
-def _wait_ready(url: str, proc: subprocess.Popen[bytes] | None) -> None:
+def wait_ready(url: str, proc: subprocess.Popen[bytes] | None) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -56,14 +87,33 @@ def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     """The URL of a real Qdrant server (skips the test when none is configured)."""
     url = os.environ.get("QDRANT_TEST_URL")
     if url:
-        _wait_ready(url, None)
+        wait_ready(url, None)
         yield url
         return
     binary = os.environ.get("QDRANT_SERVER_BIN")
+    reason = problem()
+    if not binary or reason is not None:
+        raise RuntimeError(f"no Qdrant server: {reason}")
+    yield from _run(binary, tmp_path_factory.mktemp("qdrant-server"), {})
+
+
+# The API key of the fenced server: the syncer signs its lease's write fence with it.
+FENCED_API_KEY = "fence-test-key"
+
+
+@pytest.fixture(scope="session", name="qdrant_fenced_server")
+def qdrant_fenced_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a real Qdrant server with an API key (FENCED_API_KEY) and JWT RBAC, which
+    checks the sync lease's write fence (app/store/fence.py). Needs QDRANT_SERVER_BIN."""
+    binary = os.environ.get("QDRANT_SERVER_BIN")
     if not binary or not Path(binary).exists():
-        raise RuntimeError("no Qdrant server: set QDRANT_SERVER_BIN (a binary) or QDRANT_TEST_URL")
-    folder = tmp_path_factory.mktemp("qdrant-server")
-    http, grpc = _free_port(), _free_port()
+        raise RuntimeError("no Qdrant server binary for the fenced server: set QDRANT_SERVER_BIN")
+    extra = {"QDRANT__SERVICE__API_KEY": FENCED_API_KEY, "QDRANT__SERVICE__JWT_RBAC": "true"}
+    yield from _run(binary, tmp_path_factory.mktemp("qdrant-fenced"), extra)
+
+
+def _run(binary: str, folder: Path, extra: dict[str, str]) -> Iterator[str]:
+    http, grpc = free_port(), free_port()
     env = {
         **os.environ,
         "QDRANT__STORAGE__STORAGE_PATH": str(folder / "storage"),
@@ -72,12 +122,13 @@ def qdrant_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "QDRANT__SERVICE__GRPC_PORT": str(grpc),
         "QDRANT__SERVICE__HOST": "127.0.0.1",
         "QDRANT__TELEMETRY_DISABLED": "true",
+        **extra,
     }
     log = (folder / "qdrant.log").open("wb")
     proc = subprocess.Popen([binary], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{http}"
     try:
-        _wait_ready(url, proc)
+        wait_ready(url, proc)
         yield url
     finally:
         proc.terminate()

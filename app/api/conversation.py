@@ -1,11 +1,12 @@
 """The conversation token: a turn's state handed to the client, signed, and read back.
 
 `base64url(compact JSON state) "." base64url(HMAC-SHA256(secret, first part))`. The
-state says what the turn understood (app/query/followup.py: search text, the filters
+state says what the turn understood (app/query/turn.py: search text, the filters
 heard in words, the products shown with their prices, the product searched by) with a
 version and the time it was issued. Any replica holding the secret reads any replica's
 token: no session store, no sticky sessions. A token is valid for
-CONVERSATION_TTL_SECONDS after it was issued and at most MAX_TOKEN_CHARS long.
+CONVERSATION_TTL_SECONDS after it was issued and at most MAX_TOKEN_CHARS long; read() checks
+it as text (base64url and one dot) before it decodes or verifies anything.
 docs/decisions/conversation-state.md has the design and its alternatives.
 """
 
@@ -18,6 +19,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import time
 from pathlib import Path
@@ -27,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.config import Settings
 from app.core.errors import TerminalError
-from app.query.followup import MAX_SHOWN, ConversationState, ShownProduct
+from app.query.turn import MAX_SHOWN, ConversationState, ShownProduct
 from app.query.types import Constraint, FilterField
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,10 @@ VERSION = 1
 MAX_TOKEN_CHARS = 4096
 # A token issued this far in the future (another replica's clock) is still accepted.
 CLOCK_SKEW_SECONDS = 60
+# What a token is as text: two base64url runs joined by a dot. Checked before any decoding,
+# so no byte of a client's string reaches the codecs or the HMAC unchecked.
+_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+_NOT_BASE64URL = re.compile(r"[^A-Za-z0-9_.-]")
 # The secret kept under DATA_DIR when CONVERSATION_SECRET is unset.
 SECRET_FILE = "conversation.key"
 
@@ -103,9 +109,8 @@ class ConversationCodec:
         """
         if len(token) > MAX_TOKEN_CHARS:
             raise ConversationError(f"malformed token (over {MAX_TOKEN_CHARS} characters)")
-        payload, sep, mac = token.partition(".")
-        if not sep or not payload or not mac:
-            raise ConversationError("malformed token (expected <state>.<signature>)")
+        _check_text(token)
+        payload, _, mac = token.partition(".")
         try:
             given = _unb64(mac)
         except (binascii.Error, ValueError) as e:
@@ -151,6 +156,18 @@ class ConversationCodec:
         )
         payload = _b64(body.encode("utf-8"))
         return f"{payload}.{_b64(self._mac(payload))}"
+
+
+def _check_text(token: str) -> None:
+    """ConversationError unless `token` is `<base64url>.<base64url>` in ASCII."""
+    bad = _NOT_BASE64URL.search(token)
+    if bad is not None:
+        raise ConversationError(
+            f"malformed token (character {bad.group()!a} at position {bad.start()}: "
+            "a token is base64url text and one dot)"
+        )
+    if _SHAPE.fullmatch(token) is None:
+        raise ConversationError("malformed token (expected <state>.<signature>)")
 
 
 def _wire(state: ConversationState, issued: int) -> _Wire:

@@ -15,6 +15,7 @@ from app.api.admission import Overloaded, RetrievalGate
 from app.api.conversation import ConversationCodec
 from app.api.services import Services
 from app.core.config import Settings
+from app.events.shop import ShopEvents
 from app.llm import Generator
 from app.query import QueryUnderstanding
 from app.retrieval import Retriever
@@ -25,10 +26,8 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-# Every dependency here is `async def` although none awaits: FastAPI runs a plain `def`
-# dependency in the threadpool, and /search resolved five of them, each a thread hop
-# (~0.2-0.5 ms apiece on 2 busy cores, measured in the request profile, BENCHMARKS.md
-# issue 15). They only read attributes, so on the event loop they cost microseconds.
+# `async def` although none awaits: FastAPI runs a plain `def` dependency in the threadpool,
+# a thread hop each (BENCHMARKS.md, "Retrieval latency"); reading attributes needs none.
 async def get_services(request: Request) -> Services:
     services: Services | None = getattr(request.app.state, "services", None)
     if services is None:  # only between app creation and the end of startup
@@ -63,12 +62,17 @@ async def get_conversations(services: ServicesDep) -> ConversationCodec:
     return services.conversations
 
 
+async def get_shop_events(services: ServicesDep) -> ShopEvents:
+    return services.events
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RetrieverDep = Annotated[Retriever, Depends(get_retriever)]
 GeneratorDep = Annotated[Generator, Depends(get_generator)]
 UnderstandingDep = Annotated[QueryUnderstanding, Depends(get_understanding)]
 RetrievalGateDep = Annotated[RetrievalGate, Depends(get_retrieval_gate)]
 ConversationsDep = Annotated[ConversationCodec, Depends(get_conversations)]
+ShopEventsDep = Annotated[ShopEvents, Depends(get_shop_events)]
 
 # auto_error=False: a missing key is our 401 with a message, and no key is fine when
 # API_KEY is unset.

@@ -8,12 +8,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.api.conversation import MAX_TOKEN_CHARS
 from app.api.text import SafeText
+from app.events.ids import MAX_ID_CHARS
+from app.events.shop import ShopperEvent
 from app.llm.types import DegradedReason, GeneratorName
 from app.query import AppliedFilter
 from app.query.plan import FilterSource
 from app.query.types import FilterField, ParserName
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
+
+# A request's events are written (and fsynced) together, all or none.
+MAX_EVENTS_PER_REQUEST = 500
 
 
 class RecommendFilters(BaseModel):
@@ -156,6 +161,10 @@ class SearchResponse(BaseModel):
         description="This turn's state, signed: send it back as the request's "
         "`conversation` to follow up on this answer (valid CONVERSATION_TTL_SECONDS)."
     )
+    recommendation_id: str = Field(
+        description="This answer's id: name it in POST /events (clicks, add-to-carts, "
+        "purchases) so what the shopper did is credited to what they were shown."
+    )
 
 
 class RecommendResponse(SearchResponse):
@@ -186,3 +195,59 @@ class SimilarResponse(BaseModel):
     success: Literal[True] = True
     product_id: int
     products: list[ProductOut]
+
+
+class EventIn(BaseModel):
+    """What a shopper did with a product."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["click", "add_to_cart", "purchase"]
+    product_id: int = Field(strict=True, ge=0, le=2**63 - 1)
+    recommendation_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        strict=True,
+        description="The answer it came from; none for sales fed back from the shop's systems.",
+    )
+    event_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        strict=True,
+        description="The client's id for this event: a retry with the same id is stored once.",
+    )
+    session: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        strict=True,
+        description="An opaque shopper/session token; stored only as a keyed hash.",
+    )
+
+    def to_event(self) -> ShopperEvent:
+        return ShopperEvent(
+            self.type, self.product_id, self.recommendation_id, self.event_id, self.session
+        )
+
+
+class EventsRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"events": [{"type": "click", "product_id": 42, "recommendation_id": "r1...."}]}
+            ]
+        },
+    )
+
+    events: list[EventIn] = Field(min_length=1, max_length=MAX_EVENTS_PER_REQUEST)
+
+
+class EventsAccepted(BaseModel):
+    success: Literal[True] = True
+    accepted: int
+    event_ids: list[str] = Field(
+        description="The stored id of each event, in request order (the client's own, "
+        "namespaced, or one the service assigned)."
+    )

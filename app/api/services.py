@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
@@ -13,10 +14,14 @@ from app.api.conversation import ConversationCodec, conversation_secret
 from app.core.config import Settings
 from app.embedding import Embedder, embedder_for
 from app.embedding.onnx_query import build_onnx_query_encoder
+from app.events.ids import RecommendationIds
+from app.events.log import EventLog
+from app.events.shop import ShopEvents
 from app.llm import Generator, OpenAIGenerator, build_generator
 from app.llm.metrics import LLMStateCollector
 from app.metrics import sync_registry
 from app.query import QueryUnderstanding, build_query_understanding
+from app.ranking import ranker_for
 from app.retrieval import Retriever
 from app.retrieval.retriever import QueryEncoder
 from app.store import VectorStore, open_store
@@ -40,6 +45,7 @@ class Services:
     metrics_registry: CollectorRegistry
     retrieval_gate: RetrievalGate
     conversations: ConversationCodec
+    events: ShopEvents
 
     def is_ready(self) -> bool:
         """Serving a complete index: a first cycle done here, or a checkpoint left by the syncer."""
@@ -52,6 +58,8 @@ class Services:
             await self.runner.stop()
         await self.generator.aclose()
         await self.understanding.aclose()
+        if self.events.log is not None:
+            await asyncio.to_thread(self.events.log.close)
         await asyncio.to_thread(self.store.close)
 
 
@@ -68,11 +76,13 @@ def build_services(settings: Settings) -> Services:
 
     Raises:
         StoreError: the store cannot be opened (locked by another process, wrong dimension).
+        LearnedModelError: LEARNED_MODEL names a ranker that cannot be loaded.
     """
     store = open_store(settings)
     try:
         embedder = embedder_for(settings)
         engine = SyncEngine(settings, store, embedder)
+        ranker = ranker_for(settings.learned_model)
     except BaseException:
         store.close()
         raise
@@ -82,6 +92,7 @@ def build_services(settings: Settings) -> Services:
         else None
     )
     generator = build_generator(settings)
+    secret = conversation_secret(settings)
     registry = sync_registry(engine)
     if isinstance(generator, OpenAIGenerator):
         registry.register(LLMStateCollector(generator))
@@ -90,7 +101,7 @@ def build_services(settings: Settings) -> Services:
         store=store,
         embedder=embedder,
         engine=engine,
-        retriever=Retriever(_query_encoder(settings, embedder), store, settings),
+        retriever=Retriever(_query_encoder(settings, embedder), store, settings, ranker=ranker),
         understanding=build_query_understanding(settings, store),
         generator=generator,
         runner=runner,
@@ -98,7 +109,25 @@ def build_services(settings: Settings) -> Services:
         retrieval_gate=RetrievalGate(
             settings.retrieval_concurrency, settings.retrieval_max_waiting
         ),
-        conversations=ConversationCodec(
-            conversation_secret(settings), settings.conversation_ttl_seconds
+        conversations=ConversationCodec(secret, settings.conversation_ttl_seconds),
+        events=ShopEvents(
+            log=_event_log(settings),
+            ids=RecommendationIds(secret, settings.events_attribution_days),
+            secret=secret,
+            ranking_version=f"{embedder.model_id}|relevance",
+            record_impressions=settings.record_impressions,
         ),
     )
+
+
+def _event_log(settings: Settings) -> EventLog | None:
+    try:
+        return EventLog(
+            Path(settings.events_dir),
+            settings.events_flush_seconds,
+            settings.events_segment_seconds,
+        )
+    except OSError as e:
+        # Answers must not depend on the events' disk: they go out, events are refused.
+        logger.error("events are not recorded: EVENTS_DIR %s: %s", settings.events_dir, e)
+        return None

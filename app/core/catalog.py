@@ -5,6 +5,9 @@ the table DDL (`PRODUCT_COLUMNS`), the Spark schema (`spark_schema()`), the inpu
 names and aliases (`ALIASES`, `REQUIRED_COLUMNS`), the validation rule each column gets
 (spark_jobs/validation.py reads `ColumnSpec.rule`), the row -> `Product` mapping
 (`Product.from_row`) and the product-level chunk payload (`PAYLOAD_COLUMNS`).
+The shop's signal columns (`SIGNAL_COLUMNS`, written by `spark_jobs.product_signals`) are
+in the table and the payload but never taken from a product file: an upsert keeps the
+stored values.
 
 The table is created with Spark SQL DDL `USING HUDI` (see spark_jobs/create_table.py):
 record key `id`, precombine/ordering field `ts` (epoch millis of the change).
@@ -41,10 +44,20 @@ class ColumnSpec:
     payload: bool = False  # copied into every chunk's payload (filters, display)
     # What `Product.from_row` stores when the table row holds null.
     missing: Any = None
+    # seller: comes from product files (upsert_products, ingest); shop: written only by the
+    # shop's own jobs (product_signals), kept as stored whatever a product file says.
+    source: Literal["seller", "shop"] = "seller"
 
 
 def _column(spec: ColumnSpec) -> Any:
+    if spec.source == "shop":
+        return field(default=None, metadata={"column": spec})
     return field(metadata={"column": spec})
+
+
+def _signal() -> Any:
+    """A shoppers' signal: a time-decayed count (spark_jobs/product_signals.py)."""
+    return _column(ColumnSpec("DOUBLE", "amount", payload=True, source="shop"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +79,12 @@ class Product:
     price: float | None = _column(
         ColumnSpec("DOUBLE", "amount", aliases=("unit_price", "price_usd"), payload=True)
     )
+    # What shoppers did with the product, decayed (null until product_signals first ran).
+    impressions: float | None = _signal()
+    clicks: float | None = _signal()
+    add_to_carts: float | None = _signal()
+    purchases: float | None = _signal()
+    ctr: float | None = _signal()  # smoothed click-through rate
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Product:
@@ -91,9 +110,14 @@ PRODUCT_COLUMNS: tuple[tuple[str, str], ...] = tuple((n, s.sql_type) for n, s in
 COLUMN_NAMES: tuple[str, ...] = tuple(COLUMNS)
 REQUIRED_COLUMNS: tuple[str, ...] = tuple(n for n, s in COLUMNS.items() if s.required)
 PAYLOAD_COLUMNS: tuple[str, ...] = tuple(n for n, s in COLUMNS.items() if s.payload)
+# The shop's own columns: never taken from a product file, never part of a seller's diff.
+SIGNAL_COLUMNS: tuple[str, ...] = tuple(n for n, s in COLUMNS.items() if s.source == "shop")
 # Input column name (normalized, see normalize_column) -> table column.
 ALIASES: dict[str, str] = {
-    alias: name for name, spec in COLUMNS.items() for alias in (name, *spec.aliases)
+    alias: name
+    for name, spec in COLUMNS.items()
+    if spec.source == "seller"
+    for alias in (name, *spec.aliases)
 }
 
 

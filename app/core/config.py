@@ -45,13 +45,26 @@ class Settings(BaseSettings):
     # with Maven on first use (spark_jobs/rules_jar.py).
     product_rules_jar: str | None = None
     quarantine_dir: str = ""  # default: $DATA_DIR/quarantine
+    # Where jobs keep rows they read more than once (reliable checkpoints, spark_jobs/table.py
+    # `materialize`); on a cluster, shared storage (hdfs://, s3a://) every executor reaches.
+    spark_checkpoint_dir: str = ""  # default: $DATA_DIR/spark-checkpoints
 
     # --- vector store ---------------------------------------------------------------
+    # One server, or the nodes of a cluster comma-separated: calls go to one node and move
+    # to the next when it cannot be reached (app/store/qdrant_nodes.py).
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
     # A folder for the embedded engine, or ":memory:" (qdrant-client local mode; tests).
     qdrant_path: str = ""  # default: $DATA_DIR/qdrant
     qdrant_collection: str = "products"
+    # A Qdrant cluster's layout for the collections the store creates (unset: the server's
+    # defaults, one replica). Applied at creation only; the lease collection gets the same
+    # replication and write consistency, so a node's death loses neither.
+    qdrant_shards: int | None = Field(None, ge=1, le=1024)
+    qdrant_replication_factor: int | None = Field(None, ge=1, le=64)
+    # Replicas that must acknowledge a write; at most the replication factor. Equal to it,
+    # writes stop while any replica is down (docs/scale-out.md, "A Qdrant cluster").
+    qdrant_write_consistency: int | None = Field(None, ge=1, le=64)
     # Threads of the embedded engine's search pool. One was fastest and cheapest on the
     # 2-core bench (BENCHMARKS.md, store latency); more can pay on many cores.
     qdrant_search_threads: int = Field(1, ge=1, le=256)
@@ -89,6 +102,10 @@ class Settings(BaseSettings):
     # With a Qdrant server: how long a syncer's lease lasts unless renewed (app/sync/lease.py);
     # a dead syncer is replaced after at most this long. Renewed every third of it.
     sync_lease_seconds: float = Field(120.0, ge=2)
+    # With QDRANT_API_KEY: a syncer's writes carry a token the server checks against the
+    # lease, so a stalled syncer's late writes are refused after a takeover. Needs the server
+    # run with QDRANT__SERVICE__JWT_RBAC=true; false: the syncer checks the lease itself.
+    sync_lease_fence: bool = True
     # Chunk vectors made by `python -m spark_jobs.embed`: a chunk whose content key is
     # there is loaded, not embedded. Default: beside the table (default_vectors_path);
     # where no table exists the sync embeds everything itself.
@@ -100,22 +117,22 @@ class Settings(BaseSettings):
     # Relevance floor: cosine, plus up to FUSION_LEXICAL_WEIGHT with relevance fusion.
     similarity_threshold: float = Field(0.25, ge=-1.0, le=11.0)
     max_chunks_per_product: int = Field(3, ge=1, le=10)
-    # hybrid: dense + BM25 fused; dense / sparse: one branch alone (for comparison;
-    # `python -m app.eval` prints all three).
+    # hybrid: dense + BM25 fused per product by relevance (cosine + FUSION_LEXICAL_WEIGHT x
+    # normalised BM25: a score SIMILARITY_THRESHOLD and RELEVANCE_MARGIN can cut); dense /
+    # sparse: one branch alone. Other fusions are `python -m app.eval` flags.
     retrieval_mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
-    # relevance: cosine + FUSION_LEXICAL_WEIGHT x normalised BM25 per product (a score
-    # SIMILARITY_THRESHOLD and RELEVANCE_MARGIN can cut); rrf / dbsf: the engine's fusions.
-    fusion: Literal["relevance", "rrf", "dbsf"] = "relevance"
     fusion_lexical_weight: float = Field(0.4, ge=0, le=10)
-    # Relevance fusion's pseudo-relevance feedback: the dense query moved this far towards
-    # its FEEDBACK_PRODUCTS best products and searched again (0 = off).
-    feedback_weight: float = Field(0.0, ge=0, le=10)
-    feedback_products: int = Field(5, ge=1, le=50)
+    # What shoppers' purchases add to a product's relevance at most (its popularity, in
+    # [0, 1), from product_signals; app/retrieval/popularity.py): it reorders close matches
+    # and never lifts a clearly worse one. 0 = the text alone ranks.
+    popularity_weight: float = Field(0.03, ge=0, le=0.2)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
-    rrf_k: int = Field(60, ge=1, le=1000)
-    fusion_dense_weight: float = Field(1.0, gt=0, le=100)
-    fusion_sparse_weight: float = Field(1.0, gt=0, le=100)
+    # With a learned ranker (LEARNED_MODEL): how many fused candidates it re-orders per
+    # search (or the page, if larger), and the calibrated P(relevant) below which a product
+    # is not shown as a match (it replaces RELEVANCE_MARGIN then).
+    ranker_candidates: int = Field(30, ge=1, le=200)
+    ranker_min_probability: float = Field(0.3, ge=0, le=1)
     # Query embeddings + searches run at once (CPU work); past RETRIEVAL_MAX_WAITING more
     # waiting for a slot, requests get a 503 with Retry-After at once.
     retrieval_concurrency: int = Field(4, ge=1, le=256)
@@ -154,6 +171,20 @@ class Settings(BaseSettings):
     # A follow-up must come within this long of the answer it refines.
     conversation_ttl_seconds: float = Field(1800.0, gt=0)
 
+    # --- shoppers' events (app/events; docs/events.md) ----------------------------------
+    # Answers' impressions and POST /events land here as JSON-line segments, one writer per
+    # process; `spark_jobs.ingest_events` reads the closed ones into the interactions table.
+    events_dir: str = ""  # default: $DATA_DIR/events
+    # Off: answers still carry a recommendation_id, but what was shown is not recorded.
+    record_impressions: bool = True
+    # An impression is on disk (fsynced) at most this long after its answer.
+    events_flush_seconds: float = Field(1.0, gt=0, le=60)
+    # A segment is closed for ingestion after this long.
+    events_segment_seconds: float = Field(60.0, ge=0.5)
+    # An event naming an answer older than this is refused (it cannot be attributed).
+    events_attribution_days: float = Field(30.0, gt=0)
+    interactions_table_path: str = ""  # default: $DATA_DIR/tables/interactions
+
     # --- HTTP ----------------------------------------------------------------------------
     max_query_chars: int = Field(500, ge=1)
     max_body_bytes: int = Field(16_384, ge=256)
@@ -167,15 +198,33 @@ class Settings(BaseSettings):
         defaults = {
             "hudi_table_path": data / "tables" / "products",
             "quarantine_dir": data / "quarantine",
+            "spark_checkpoint_dir": data / "spark-checkpoints",
             "qdrant_path": data / "qdrant",
             "model_cache_dir": data / "models",
             "sync_lock_dir": data,
+            "events_dir": data / "events",
+            "interactions_table_path": data / "tables" / "interactions",
         }
         for name, path in defaults.items():
             if not getattr(self, name):
                 setattr(self, name, str(path))
         if not self.vectors_table_path:
             self.vectors_table_path = default_vectors_path(self.hudi_table_path)
+        return self
+
+    @property
+    def qdrant_urls(self) -> list[str]:
+        """QDRANT_URL's nodes, in the order given (empty without a server)."""
+        return [u.strip() for u in (self.qdrant_url or "").split(",") if u.strip()]
+
+    @model_validator(mode="after")
+    def _write_consistency_within_replicas(self) -> Settings:
+        wc, rf = self.qdrant_write_consistency, self.qdrant_replication_factor or 1
+        if wc is not None and wc > rf:
+            raise ValueError(
+                f"QDRANT_WRITE_CONSISTENCY {wc} exceeds QDRANT_REPLICATION_FACTOR {rf}: "
+                "no write could ever be acknowledged"
+            )
         return self
 
     @field_validator("cors_origins", mode="before")

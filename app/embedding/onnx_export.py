@@ -80,18 +80,10 @@ def export_fp32(model: SentenceTransformer, model_name: str, cache_dir: Path) ->
 def quantize_int8(fp32: Path) -> Path:
     """Dynamic int8 quantisation of the fp32 export (weights int8, activations per batch).
 
-    Dynamic, not static: no calibration set to keep in step with the catalog. Measured on
-    all-MiniLM-L6-v2 (cosine to torch, min / mean over 300 chunk texts; then nDCG@10 of
-    the demo set's chunked retrieval, torch: 0.9522):
-    - onnxruntime's defaults: 0.909 / 0.949 (it also quantizes the embedding Gather, and
-      per-tensor weight scales lose the small channels);
-    - MatMuls only, per channel: 0.988 / 0.993;
-    - that, with the FFN output projections of the first half of the layers in fp32
-      (their GELU inputs carry the outliers that matter most): 0.994 / 0.996, nDCG 0.9465;
-    - that, with all of layer 0 in fp32 too (used): 0.994 / 0.996, nDCG 0.9530, at ~4x
-      torch's throughput against ~2.5x for the fp32 export (loaded machine; 2.0x when
-      quieter, BENCHMARKS.md). (30 queries: one changed
-      ranking moves nDCG by ~0.005; bench/encoder_quality.py has the larger set.)
+    Dynamic, not static: no calibration set to keep in step with the catalog. MatMuls
+    only, per channel, with layer 0 and the first layers' FFN output projections in fp32
+    (their GELU inputs carry the outliers): the recipe closest to torch of those measured
+    (docs/decisions/onnx-encoders.md).
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic

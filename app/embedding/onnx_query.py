@@ -1,4 +1,4 @@
-"""Query embeddings through ONNX Runtime: ~4 ms instead of ~20 ms with torch.
+"""Query embeddings through ONNX Runtime: a fraction of torch's time per query.
 
 The query encoder runs the very file the documents are embedded with when they run on
 ONNX (int8 or fp32), so queries and documents stay in one vector space; with torch
@@ -6,8 +6,8 @@ documents it runs an fp32 export, equal to torch to 1e-5. Either way it is check
 probe text against the document encoder at start-up and falls back to it on a mismatch.
 
 Its session is set for a server: one intra-op thread and no spinning. A query is a few
-tokens, so a second thread buys ~1 ms while ORT's spinning workers burnt ~40 ms of CPU per
-request at 25 req/s (issue 13) — CPU that the sync and other requests need.
+tokens: a second thread buys little, and spinning workers burn CPU that the sync and other
+requests need (BENCHMARKS.md, "Query encoder CPU").
 """
 
 from __future__ import annotations

@@ -1,15 +1,23 @@
-"""CLI: condensed nDCG@10 of dense, BM25 and the service's ranking, side by side.
+"""CLI: condensed nDCG@10 of dense, BM25, the service's ranking and `/recommend`, side by side.
 
 python -m app.eval                                  # demo catalog and its 30 queries
 python -m app.eval --dataset ../shared/eval/homedepot-dev
+python -m app.eval --dataset D --model MODEL_DIR --folds 5 --fold 0
 python -m app.eval --queries Q --qrels R --products FILE
 python -m app.eval --constraints FILE               # the labelled constraint queries
+python -m app.eval --fusion rrf --rrf-k 60          # a comparison fusion beside the service
 
-All three rankings run on ONE index of the catalog's chunks, written the way the sync
-writes them (dense + BM25 in the embedded engine): `dense` and `bm25` are the two
-branches alone, `service` is what the settings select (RETRIEVAL_MODE, default hybrid).
-Dense vectors are cached on disk by model and text (--cache-dir), so a second run only
-pays for search.
+All rankings run on ONE index of the catalog's chunks, written the way the sync writes
+them (dense + BM25 in the embedded engine): `dense` and `bm25` are the two branches alone,
+`service` is what the settings select (RETRIEVAL_MODE, default hybrid) and `recommend` is
+the `/recommend` path (query understanding, ranking, cut off; app.eval.recommend), printed
+with the cut's effect on its top k. `--model` (default LEARNED_MODEL) scores a learned
+model: its encoder builds the index and its ranker re-orders `service` and `recommend`.
+`--folds K --fold F` scores only the queries of fold F (app.eval.folds), the ones a model
+trained with `python -m app.learn.ranker --holdout F` never saw. The comparison flags
+(--fusion, --rrf-k, --fusion-*-weight, --feedback-*) add one more hybrid ranking, named
+after its fusion; they are not settings of the service. Dense vectors are cached
+on disk by model and text (--cache-dir), so a second run only pays for search.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import get_args
 
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
@@ -36,16 +45,22 @@ from app.eval.data import (
     PRODUCTS_FILE,
     QRELS_FILE,
     QUERIES_FILE,
+    EvalQuery,
     load_products,
     load_qrels,
     load_queries,
 )
+from app.eval.folds import fold_of
 from app.eval.index import build_chunk_index
+from app.eval.recommend import RecommendReport, evaluate_recommend
 from app.eval.runner import EvalReport, evaluate
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
+from app.learned import LearnedModelError, load_learned_model
+from app.query.category import CategoryVocabulary
+from app.ranking import Ranker, ranker_for
 from app.retrieval import Retriever
 from app.store import StoreError, VectorStore
-from app.store.hybrid import RetrievalMode
+from app.store.hybrid import FusionMethod, FusionSpec, RetrievalMode
 
 logger = logging.getLogger(__name__)
 
@@ -76,27 +91,77 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="dense vector cache")
     p.add_argument("--per-query", action="store_true", help="print every query's scores")
+    p.add_argument("--model", type=Path, help="a learned model folder (default: LEARNED_MODEL)")
+    p.add_argument("--folds", type=int, default=0, help="k of a k-fold by query (with --fold)")
+    p.add_argument("--fold", type=int, help="score only the queries of this fold")
+    compare = p.add_argument_group("comparison fusion (one more hybrid ranking)")
+    compare.add_argument("--fusion", choices=get_args(FusionMethod), help="how it fuses")
+    compare.add_argument("--rrf-k", type=int, default=60, help="rrf: k of 1 / (k + rank)")
+    compare.add_argument("--fusion-dense-weight", type=float, default=1.0, help="rrf")
+    compare.add_argument("--fusion-sparse-weight", type=float, default=1.0, help="rrf")
+    compare.add_argument(
+        "--feedback-weight",
+        type=float,
+        default=0.0,
+        help="relevance: pseudo-relevance feedback, how far the dense query moves towards "
+        "its best products (0: off)",
+    )
+    compare.add_argument("--feedback-products", type=int, default=5, help="relevance feedback")
     return p.parse_args(argv)
 
 
+def comparison_fusion(args: argparse.Namespace, settings: Settings) -> FusionSpec | None:
+    """The fusion the comparison flags ask for, or None when none was given."""
+    if args.fusion is None and not args.feedback_weight:
+        return None
+    return FusionSpec(
+        method=args.fusion or "relevance",
+        lexical_weight=settings.fusion_lexical_weight,
+        feedback_weight=args.feedback_weight,
+        feedback_products=args.feedback_products,
+        rrf_k=args.rrf_k,
+        dense_weight=args.fusion_dense_weight,
+        sparse_weight=args.fusion_sparse_weight,
+    )
+
+
 def _rankings(
-    settings: Settings, embedder: CachedEmbedder, store: VectorStore
+    settings: Settings,
+    embedder: CachedEmbedder,
+    store: VectorStore,
+    ranker: Ranker | None,
+    compared: FusionSpec | None = None,
 ) -> dict[str, Retriever]:
     modes: dict[str, RetrievalMode] = {
         "dense": "dense",
         "bm25": "sparse",
         "service": settings.retrieval_mode,
     }
-    return {
-        name: Retriever(embedder, store, settings.model_copy(update={"retrieval_mode": mode}))
+    rankings = {
+        name: Retriever(
+            embedder, store, settings.model_copy(update={"retrieval_mode": mode}), ranker=ranker
+        )
         for name, mode in modes.items()
     }
+    if compared is not None:
+        hybrid = settings.model_copy(update={"retrieval_mode": "hybrid"})
+        rankings[_fusion_label(compared)] = Retriever(embedder, store, hybrid, compared)
+    return rankings
 
 
-def _fusion_label(settings: Settings) -> str:
-    if settings.fusion == "relevance":
-        return f"relevance, lexical weight {settings.fusion_lexical_weight}"
-    return f"{settings.fusion} k={settings.rrf_k}"
+def _held_out(queries: list[EvalQuery], folds: int, fold: int | None) -> list[EvalQuery]:
+    if fold is None:
+        return queries
+    return [q for q in queries if fold_of(q.qid, folds) == fold]
+
+
+def _fusion_label(spec: FusionSpec) -> str:
+    if spec.method == "relevance":
+        feedback = f" feedback {spec.feedback_weight}" if spec.feedback_weight else ""
+        return f"relevance {spec.lexical_weight}{feedback}"
+    if spec.method == "rrf":
+        return f"rrf k={spec.rrf_k}" + (f" w={spec.weights}" if spec.weights else "")
+    return spec.method
 
 
 def _print(report: EvalReport, per_query: bool) -> None:
@@ -106,10 +171,31 @@ def _print(report: EvalReport, per_query: bool) -> None:
         for qid in qids:
             print(qid, *(f"{n} {report.per_query[n][qid]:.4f}" for n in names), sep="\t")
     print(f"queries judged  {report.judged_queries}")
+    width = max(8, *map(len, names))
     for name in names:
         print(
-            f"condensed nDCG@{report.k} {name:<8} {report.mean(name):.4f}"
+            f"condensed nDCG@{report.k} {name:<{width}} {report.mean(name):.4f}"
             f"   ({report.seconds[name]:.1f}s)"
+        )
+
+
+def _print_recommend(report: RecommendReport, ranker: Ranker | None, settings: Settings) -> None:
+    cut = (
+        f"P(relevant) < {settings.ranker_min_probability}"
+        if ranker is not None
+        else f"margin {settings.relevance_margin}"
+    )
+    print(f"condensed nDCG@{report.k} recommend {report.mean:.4f}   ({report.seconds:.1f}s)")
+    c = report.cut
+    print(
+        f"cut ({cut}) on the top {report.k}: judged-relevant removed {c.relevant_removed}/"
+        f"{c.relevant} ({c.relevant_share:.1%}), judged-irrelevant removed "
+        f"{c.irrelevant_removed}/{c.irrelevant} ({c.irrelevant_share:.1%})"
+    )
+    for t, e in report.grid.items():
+        print(
+            f"  at P(relevant) < {t:.2f}: relevant removed {e.relevant_share:.1%}, "
+            f"irrelevant removed {e.irrelevant_share:.1%}"
         )
 
 
@@ -117,6 +203,18 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     settings = get_settings()
     configure_logging(settings.log_level)
+    if args.fold is not None and not 0 <= args.fold < args.folds:
+        print("error: --fold F needs --folds K with 0 <= F < K", file=sys.stderr)
+        return 2
+    model_dir = str(args.model) if args.model else settings.learned_model
+    try:
+        ranker = ranker_for(model_dir)
+        encoder = load_learned_model(model_dir).encoder_dir if model_dir else None
+    except LearnedModelError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if encoder is not None:
+        settings = settings.model_copy(update={"embedding_model": str(encoder)})
     products_path, queries_path, qrels_path = args.products, args.queries, args.qrels
     if args.dataset is not None:
         products_path = args.dataset / PRODUCTS_FILE
@@ -124,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         qrels_path = args.dataset / QRELS_FILE
     try:
         queries, qrels = load_queries(queries_path), load_qrels(qrels_path)
+        queries = _held_out(queries, args.folds, args.fold)
         products = load_products(products_path)
         # The constraint set is labelled over the demo catalog only.
         cases = load_constraint_cases(args.constraints) if args.dataset is None else []
@@ -142,8 +241,14 @@ def main(argv: list[str] | None = None) -> int:
             embedder.save()
         indexed = time.perf_counter() - started
         try:
-            rankings = _rankings(settings, embedder, store)
+            rankings = _rankings(
+                settings, embedder, store, ranker, comparison_fusion(args, settings)
+            )
             report = evaluate(queries, qrels, rankings, k=args.k, depth=args.depth)
+            categories = CategoryVocabulary(store, refresh_seconds=3600).get()
+            recommend = evaluate_recommend(
+                queries, qrels, rankings["service"], categories, k=args.k, depth=args.depth
+            )
             constraint_lines = (
                 report_constraints(
                     cases, queries, qrels, store, Retriever(embedder, store, settings), args.k
@@ -154,13 +259,17 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             embedder.save()
             store.close()
+    hybrid = settings.retrieval_mode == "hybrid"
+    fused = f" ({_fusion_label(rankings['service'].fusion)})" if hybrid else ""
     print(
         f"model {embedder.model_id}, {len(products)} products (indexed in {indexed:.1f}s), "
-        f"service = {settings.retrieval_mode}"
-        + (f" ({_fusion_label(settings)})" if settings.retrieval_mode == "hybrid" else "")
+        f"service = {settings.retrieval_mode}{fused}"
         + f", threshold {settings.similarity_threshold}, depth {args.depth}"
+        + (f", ranker {model_dir}" if ranker is not None else "")
+        + (f", fold {args.fold} of {args.folds}" if args.fold is not None else "")
     )
     _print(report, args.per_query)
+    _print_recommend(recommend, ranker, settings)
     if constraint_lines:
         print("\n".join(constraint_lines))
     return 0

@@ -5,11 +5,15 @@ Layout (every part but the manifest optional; `LEARNED_MODEL` names the folder):
     MODEL_DIR/manifest.json   what was trained, from what data, and how it scored held out
     MODEL_DIR/encoder/        a sentence-transformers folder (the fine-tuned bi-encoder),
                               with its tokenizer and ONNX exports beside the weights
+MODEL_DIR/encoder/onnx/   its fp32 and int8 exports, named as app.embedding.choice names
+                              them for `encoder_id` (so loading them exports nothing)
     MODEL_DIR/ranker/         the learned ranker: model.txt (LightGBM), features.json (the
                               feature names in order), calibration.json (score -> P(relevant))
 
 `model_id` names the whole folder's content (the manifest's fingerprint): an index built
-with one learned encoder is never read with another's query vectors.
+with one learned encoder is never read with another's query vectors. `encoder_id` names the
+encoder's weights alone (manifest "encoder"."id"): the vector space, and the key of its
+ONNX exports.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from app.core.errors import TerminalError
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
+ONNX_DIR = "onnx"
 
 
 class LearnedModelError(TerminalError):
@@ -53,6 +58,20 @@ class LearnedModel:
         """The fine-tuned encoder's sentence-transformers folder, or None (base encoder)."""
         path = self.root / "encoder"
         return path if (path / "config.json").is_file() else None
+
+    @property
+    def encoder_id(self) -> str:
+        """The fine-tuned encoder's vector space (a hash of its weights), or `model_id` for
+        a manifest that does not name one."""
+        encoder = self.manifest.get("encoder")
+        found = encoder.get("id") if isinstance(encoder, dict) else None
+        return str(found) if found else self.model_id
+
+    @property
+    def onnx_dir(self) -> Path:
+        """Where the encoder's ONNX exports are: pass as the export cache (choose_encoder's
+        `cache_dir`) with `encoder_id` as the model id."""
+        return self.root / "encoder" / ONNX_DIR
 
     @property
     def ranker_dir(self) -> Path | None:

@@ -6,7 +6,8 @@ and falls back to the rules. `plan_filters` merges the parse with the request's 
 filters (those win) and says where each filter came from; `constrained_retrieve` runs the
 search and, when a hard price bound leaves nothing, returns the nearest matches labelled.
 In a conversation, `followup` reads the query as a refinement of the last turn ("cheaper",
-"in black", "more like the second one", "not Samsung").
+"in black", "more like the second one", "not Samsung") by the rules of followup_rules.json,
+and `search_turn` searches by text or by the product pointed at.
 """
 
 from app.query.offline import OfflineQueryParser

@@ -1,21 +1,17 @@
 """Follow-ups: a query read as a refinement of the conversation's last turn.
 
 The last turn's state (what it searched for, the filters heard in words, the products it
-showed) comes back with the request (app/api/conversation.py). A query is a follow-up when
-it says so, by rule (phrasebook.json, `followup_*`):
-- "more like the second one", "similar to #2", "like the first": search by that product;
-- "cheaper", "less expensive", "under that": max_price strictly below the median price
-  shown within the last turn's bounds (and lower prices first);
-- "not Samsung", "without Acme or Brumm": exclude brands; "only Nike", "Nike ones",
-  "what about Nike": only those (brands are the catalog's own, BrandVocabulary);
-- a new budget ("under $60") replaces both carried price bounds;
-- a category named alone ("only kitchen ones") sets the category filter;
-- "in black", "with a hood", "waterproof ones": the words are added to the last search text;
-- nothing but constraints ("under $50"): the same search under them.
-Anything else is a new question and starts fresh: nothing is carried (a hidden filter
-from an unrelated question would silently hide the right products). What is carried keeps
-its place below this turn's words and the request's filters (app/query/plan.py).
-docs/decisions/conversation-state.md says why each rule is what it is.
+showed) comes back with the request (app/api/conversation.py). Whether a query is a
+follow-up, and what it changes, is a grammar: followup_rules.json's rules, read in order,
+each a pattern (app/query/followup_rules.py) and one of the EFFECTS below. The rules on
+the query run first; then the words the parser read as constraints are taken; then the
+rules on what is left. A query that no cue rule matched, with words left to search, is a
+new question and starts fresh: nothing is carried (a hidden filter from an unrelated
+question would silently hide the right products). Otherwise what is left is added to the
+last search text, and what is carried keeps its place below this turn's words and the
+request's filters (app/query/plan.py). docs/decisions/conversation-state.md says why each
+rule is what it is. The turn and its state are app/query/turn.py's; retrieval is the
+caller's (app/query/search.py `search_turn`).
 """
 
 from __future__ import annotations
@@ -23,38 +19,20 @@ from __future__ import annotations
 import logging
 import re
 import statistics
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from app.core.errors import RecommenderError
+from app.query.brands import BrandFinder, Span, overlaps
 from app.query.category import word_forms
-from app.query.phrasebook import Phrasebook, alternation
-from app.query.plan import FilterPlan
-from app.query.search import (
-    CANDIDATE_FACTOR,
-    SearchOutcome,
-    constrained_retrieve,
-    log_price,
-    nudge_by_cost,
-)
-from app.query.types import Constraint, FilterField, ParsedQuery
-from app.retrieval import Retriever
+from app.query.followup_rules import ON_REST, Effect, Rule, compile_rule, load_rules
+from app.query.phrasebook import Phrasebook
+from app.query.turn import MAX_SEARCH_TEXT, ConversationState, ShownProduct, Turn, carried_filters
+from app.query.types import Constraint, ParsedQuery
 
 logger = logging.getLogger(__name__)
 
-# Products a follow-up can point at ("the second one") and price ("cheaper"): the first of
-# those shown, in order. Also what keeps the state token small (app/api/conversation.py).
-MAX_SHOWN = 20
-# The carried search text grows with each "in black"; past this it stops growing.
-MAX_SEARCH_TEXT = 300
-# A carried filter's words are for the chip only: cut to this.
-MAX_FILTER_TEXT = 60
-# Brands carried at most (included and excluded together).
-MAX_BRANDS = 6
-PRICE_FIELDS = ("min_price", "max_price")
-
-_TOKEN = re.compile(r"[\w][\w'.+-]*|&")
-_SEPARATOR = re.compile(r"^\s*(?:,|/|or|and|nor|,\s*or|,\s*and)\s*$", re.I)
+Match = re.Match[str]
 _EDGES = re.compile(r"^[\s,;:.!?-]+|[\s,;:.!?-]+$")
 
 
@@ -62,100 +40,67 @@ class FollowUpError(RecommenderError):
     """The follow-up refers to something the last turn did not show (e.g. a 7th of 5)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShownProduct:
-    """A product the turn showed, in order; `outside`: outside its price bounds."""
-
-    id: int
-    price: float | None
-    outside: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationState:
-    """What one turn understood, handed to the next one as its context.
-
-    `filters`: those heard in words (this turn's or carried), never the request's own
-    `filters` (the client owns those and sends them again). `like`: the product the turn
-    searched by instead of a text.
-    """
-
-    search_text: str
-    filters: tuple[Constraint, ...] = ()
-    shown: tuple[ShownProduct, ...] = ()
-    like: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """A query read in its conversation: what to search and which filters come along."""
-
-    parsed: ParsedQuery
-    carried: tuple[Constraint, ...] = ()
-    like: int | None = None
-    follow_up: bool = False
-
-
 @dataclass(slots=True)
-class _Cuts:
-    """Spans of the query that a rule took (and so are not words to search for)."""
+class _Reading:
+    """One query as the rules read it: what they took, and what they made of it."""
 
-    spans: list[tuple[int, int]] = field(default_factory=list)
+    query: str
+    parsed: ParsedQuery
+    state: ConversationState
+    brands: Collection[str]
+    categories: Collection[str]
+    cuts: list[Span] = field(default_factory=list)
+    cue: bool = False
+    like: int | None = None
+    pointed: bool = False
+    own: list[Constraint] = field(default_factory=list)
+    brand_spans: list[Span] = field(default_factory=list)
+    words: str = ""
 
-    def add(self, start: int, end: int) -> None:
-        self.spans.append((start, end))
+    def take(self, match: Match) -> None:
+        """The match is a follow-up cue, and not words to search for."""
+        self.cuts.append(match.span())
+        self.cue = True
 
-    def taken(self, start: int, end: int) -> bool:
-        return any(s < end and start < e for s, e in self.spans)
-
-    def rest(self, text: str) -> str:
+    def rest(self) -> str:
+        """The query without what the rules took, spaces and edge punctuation tidied."""
         kept, last = [], 0
-        for start, end in sorted(self.spans):
+        for start, end in sorted(self.cuts):
             if start >= last:
-                kept.append(text[last:start])
+                kept.append(self.query[last:start])
             last = max(last, end)
-        kept.append(text[last:])
+        kept.append(self.query[last:])
         return _EDGES.sub("", " ".join(" ".join(kept).split()))
 
 
-def _phrases(words: Iterable[str]) -> str:
-    return alternation(list(words))
+# Positions whose effect runs on every query and does its own matching.
+_MATCHED_BY_EFFECT = frozenset({"catalog_brands", "rest_edges", "rest"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    rule: Rule
+    patterns: tuple[re.Pattern[str], ...]
+    brands: BrandFinder | None
 
 
 class FollowUpReader:
-    """Reads a query against the last turn's state (the rules in the module docstring)."""
+    """Reads a query against the last turn's state by the grammar's rules.
 
-    def __init__(self, book: Phrasebook) -> None:
+    Args:
+        book: the phrasebook the rules' named phrase lists come from.
+        rules: the grammar, in order; followup_rules.json's by default.
+    """
+
+    def __init__(self, book: Phrasebook, rules: tuple[Rule, ...] | None = None) -> None:
         self.book = book
-        ordinal = (
-            rf"(?:the\s+)?(?:(?P<word>{_phrases(book.ordinal_words)}|last)"
-            r"|(?P<num>\d{1,2})(?:st|nd|rd|th)|(?:#\s*|number\s+|no\.?\s*)(?P<hash>\d{1,2}))"
-        )
-        self._similar = re.compile(
-            rf"(?<![\w-])(?:{_phrases(book.followup_similar)})\s+{ordinal}"
-            r"(?:\s+(?:one|ones|product|item|option|pick|result))?(?![\w-])",
-            re.I,
-        )
-        self._cheaper = re.compile(
-            rf"(?<![\w-])(?:{_phrases(book.followup_cheaper)})(?![\w-])", re.I
-        )
-        self._exclude_end = re.compile(
-            rf"(?<![\w-])(?:{_phrases(book.followup_exclude)})\s*$", re.I
-        )
-        self._negated = re.compile(rf"^\s*(?:{_phrases(book.followup_exclude)})(?![\w-])", re.I)
-        self._opener = re.compile(
-            rf"^\s*(?:{_phrases(book.followup_openers)})(?![\w-])[\s,]*", re.I
-        )
-        self._kept_opener = re.compile(
-            rf"^\s*(?:{_phrases(book.followup_kept_openers)})(?![\w-])", re.I
-        )
-        self._trailing = re.compile(
-            rf"(?<![\w-])(?:{_phrases(book.followup_trailing)})[\s?!.]*$", re.I
-        )
-        fillers = _phrases(book.followup_fillers)
-        self._fillers = re.compile(rf"^(?:(?:{fillers})(?![\w-])[\s,]*)+", re.I)
-        self._fillers_end = re.compile(rf"(?:[\s,]*(?<![\w-])(?:{fillers}))+[\s?!.]*$", re.I)
-        self._brand_keys: tuple[frozenset[str], dict[str, str]] | None = None
+        compiled = []
+        for rule in load_rules(book) if rules is None else rules:
+            patterns = compile_rule(rule, book)
+            finder = BrandFinder(patterns[0]) if rule.at == "catalog_brands" else None
+            compiled.append(_Compiled(rule, patterns, finder))
+        self._on_query = [c for c in compiled if c.rule.at not in ON_REST]
+        self._on_rest = [c for c in compiled if c.rule.at in ON_REST]
 
     def read(
         self,
@@ -171,75 +116,41 @@ class FollowUpReader:
         """
         if state is None:
             return Turn(parsed)
-        query = parsed.query
-        cuts = _Cuts()
-        cue = False
-        like = state.like
-        ref = self._similar.search(query)
-        if ref is not None:
-            like = self._pointed_at(ref, state).id
-            cuts.add(*ref.span())
-            cue = True
-        own: list[Constraint] = []
-        cheaper = self._cheaper.search(query)
-        if cheaper is not None:
-            cuts.add(*cheaper.span())
-            cue = True
-        named = _Cuts(list(cuts.spans))
-        brand_cs = self._brands(query, brands, named)
-        cue = cue or bool(brand_cs)
-        # The constraints the parser heard are not words to search for; a category heard
-        # inside a brand's name ("Brumm Audio") is the brand's.
-        heard = []
-        for c in parsed.constraints:
-            at = query.lower().find(c.text.lower()) if c.text else -1
-            if at >= 0 and c.field == "category" and brand_cs and named.taken(at, at + len(c.text)):
-                continue
-            heard.append(c)
-            if at >= 0:
-                cuts.add(at, at + len(c.text))
-        cuts.spans += named.spans
-        parsed = ParsedQuery(query, parsed.search_text, tuple(heard), parsed.parser)
-        if cheaper is not None:
-            own += self._cheaper_constraints(cheaper.group(0), parsed, state)
-        negated = self._negated.match(query)
-        if negated is not None and not brand_cs:
-            # "not Samsung" for no brand of the catalog, "without a hood": a negation is
-            # never searched for (its words would attract what it excludes).
-            logger.info("follow-up %r: the negated words name no brand; ignored", query)
-            cuts.add(0, len(query))
-            cue = True
-        opener = self._opener.match(query)
-        if opener is not None and opener.end() > 0:
-            cuts.add(0, opener.end())
-            cue = True
-        trailing = self._trailing.search(query)
-        if trailing is not None:
-            cuts.add(*trailing.span())
-        cue = cue or trailing is not None or self._kept_opener.match(query) is not None
-        words = self._fillers.sub("", self._fillers_end.sub("", cuts.rest(query)))
-        category = self._category(words, categories)
-        if category is not None:
-            words = ""
-        if not cue and words:
-            return Turn(parsed)  # a new question (nothing but constraints is a follow-up)
-        own += brand_cs
-        if category is not None:
-            own.append(category)
-        if words and ref is None:
-            like = None  # new words: a text search again
+        r = _Reading(parsed.query, parsed, state, brands, categories, like=state.like)
+        for c in self._on_query:
+            self._apply(c, r, r.query)
+        _take_heard(r)
+        r.words = r.rest()
+        for c in self._on_rest:
+            self._apply(c, r, r.words)
+        if not r.cue and r.words:
+            return Turn(r.parsed)  # a new question (nothing but constraints is a follow-up)
+        like = r.like if not r.words or r.pointed else None  # new words: a text search again
         text = state.search_text
-        if words and words.lower() not in text.lower():
+        if r.words and r.words.lower() not in text.lower():
             # Past MAX_SEARCH_TEXT the text stops growing (it travels in the token).
-            text = f"{text} {words}"[:MAX_SEARCH_TEXT].strip()
-        turn_parsed = ParsedQuery(query, text, (*parsed.constraints, *own), parsed.parser)
-        carried = _carried(state.filters, turn_parsed)
+            text = f"{text} {r.words}"[:MAX_SEARCH_TEXT].strip()
+        query = r.query
+        turn_parsed = ParsedQuery(query, text, (*r.parsed.constraints, *r.own), parsed.parser)
+        carried = carried_filters(state.filters, turn_parsed)
         logger.info("follow-up %r: search %r, like %s, %d carried", query, text, like, len(carried))
         return Turn(turn_parsed, carried, like, follow_up=True)
 
-    def _pointed_at(self, ref: re.Match[str], state: ConversationState) -> ShownProduct:
+    def _apply(self, c: _Compiled, r: _Reading, text: str) -> None:
+        if c.rule.at in _MATCHED_BY_EFFECT:
+            EFFECTS[c.rule.effect](self, r, c, None)
+            return
+        match = c.patterns[0].search(text)
+        if match is not None:
+            EFFECTS[c.rule.effect](self, r, c, match)
+
+    def pointed_at(self, ref: Match, shown: tuple[ShownProduct, ...]) -> ShownProduct:
+        """The shown product an ordinal match names ("the second", "#2", "the last").
+
+        Raises:
+            FollowUpError: the last turn did not show that many.
+        """
         word, num, hashed = ref.group("word"), ref.group("num"), ref.group("hash")
-        shown = state.shown
         if word is not None and word.lower() == "last":
             index = len(shown)
         elif word is not None:
@@ -253,143 +164,104 @@ class FollowUpReader:
             )
         return shown[index - 1]
 
-    def _cheaper_constraints(
-        self, text: str, parsed: ParsedQuery, state: ConversationState
-    ) -> list[Constraint]:
-        """Below the median shown price (within the last bounds); lower prices first."""
-        out = (
-            [] if parsed.get("price_preference") else [Constraint("price_preference", "low", text)]
-        )
-        if parsed.get("max_price") is not None:
-            return out  # a budget stated in the same words wins
-        prices = [p.price for p in state.shown if p.price is not None and not p.outside]
-        carried = next((c for c in state.filters if c.field == "max_price"), None)
-        if not prices:
-            return out  # nothing fitted: the carried bound (if any) stays as it was
-        # Strictly below the median: the cheaper half of what was shown stays in view to
-        # compare, with whatever else is that cheap (prices are in cents).
-        cap = round(statistics.median(prices) - 0.01, 2)
+
+def _search_by_shown(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    assert m is not None
+    r.like = reader.pointed_at(m, r.state.shown).id
+    r.pointed = True
+    r.take(m)
+
+
+def _cheaper(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """Lower prices first, and a cap strictly below the median price shown within the last
+    bounds: the cheaper half stays in view to compare, with whatever else is that cheap."""
+    assert m is not None
+    r.take(m)
+    text = m.group(0)
+    out = [] if r.parsed.get("price_preference") else [Constraint("price_preference", "low", text)]
+    prices = [p.price for p in r.state.shown if p.price is not None and not p.outside]
+    # A budget stated in the same words wins; when nothing shown fitted, the carried
+    # bound (if any) stays as it was.
+    if r.parsed.get("max_price") is None and prices:
+        cap = round(statistics.median(prices) - 0.01, 2)  # prices are in cents
+        carried = next((c for c in r.state.filters if c.field == "max_price"), None)
         if carried is not None:
             cap = min(cap, float(carried.value))
-        return [Constraint("max_price", max(cap, 0.0), text), *out]
-
-    def _brands(self, query: str, brands: Collection[str], cuts: _Cuts) -> list[Constraint]:
-        """The catalog's brands named in the query: after a negation excluded (a list such
-        as "no Acme or Brumm" shares it), otherwise wanted."""
-        if not brands:
-            return []
-        keys = self._keys(brands)
-        tokens = [(m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
-        found: list[Constraint] = []
-        i, last_end = 0, 0
-        last_field: FilterField = "brand"
-        while i < len(tokens):
-            hit = None
-            for n in range(min(5, len(tokens) - i), 0, -1):
-                name = keys.get(" ".join(t for t, _, _ in tokens[i : i + n]))
-                if name is not None:
-                    hit = (name, tokens[i][1], tokens[i + n - 1][2], n)
-                    break
-            if hit is None or cuts.taken(hit[1], hit[2]):
-                i += 1
-                continue
-            name, start, end, n = hit
-            gap = query[last_end:start]
-            if found and _SEPARATOR.match(gap):
-                what: FilterField = last_field  # "no Acme or Brumm": the list shares its negation
-                cuts.add(last_end, start)
-            else:
-                negation = self._exclude_end.search(gap)
-                what = "brand" if negation is None else "exclude_brand"
-                if negation is not None:
-                    cuts.add(last_end + negation.start(), start)
-            found.append(Constraint(what, name, query[start:end]))
-            cuts.add(start, end)
-            last_end, last_field = end, what
-            i += n
-        return found[:MAX_BRANDS]
-
-    def _keys(self, brands: Collection[str]) -> dict[str, str]:
-        """Lower-cased token runs -> the catalog's spelling (cached per vocabulary)."""
-        frozen = brands if isinstance(brands, frozenset) else frozenset(brands)
-        if self._brand_keys is None or self._brand_keys[0] is not frozen:
-            keys = {" ".join(m.group(0).lower() for m in _TOKEN.finditer(b)): b for b in frozen}
-            self._brand_keys = (frozen, {k: v for k, v in keys.items() if k})
-        return self._brand_keys[1]
-
-    def _category(self, words: str, categories: Collection[str]) -> Constraint | None:
-        """The category named by what is left, when that is all that is left."""
-        plain = words.lower().strip()
-        for name in categories:
-            if plain in word_forms(name):
-                return Constraint("category", name, words)
-        return None
+        out.insert(0, Constraint("max_price", max(cap, 0.0), text))
+    r.own += out
 
 
-def _carried(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:
-    """The last turn's filters this turn keeps: a new budget replaces both bounds, a new
-    category the category, wanted brands the wanted ones; an exclusion stays unless the
-    brand is now wanted (and a brand now excluded is no longer wanted)."""
-    fields = {c.field for c in now.constraints}
-    named = {str(c.value) for c in now.constraints if c.field in ("brand", "exclude_brand")}
-    kept = []
-    for c in previous:
-        if c.field in PRICE_FIELDS and fields & set(PRICE_FIELDS):
+def _brands(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """The catalog's brands named outside what earlier rules took: wanted, or excluded."""
+    assert c.brands is not None
+    found, spans = c.brands.find(r.query, r.brands, r.cuts)
+    r.own += found
+    r.brand_spans += spans
+    r.cuts += spans
+    r.cue = r.cue or bool(found)
+
+
+def _ignore_query(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """A negation that named no brand ("without a hood", "not Samsung" for a brand the
+    catalog lacks) is never searched for: its words would attract what it excludes."""
+    if m is not None and not r.brand_spans:
+        logger.info("follow-up %r: the negated words name no brand; ignored", r.query)
+        r.cuts.append((0, len(r.query)))
+        r.cue = True
+
+
+def _refine(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    assert m is not None
+    r.take(m)
+
+
+def _keep(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    r.cue = True
+
+
+def _drop(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    for pattern in c.patterns:
+        r.words = pattern.sub("", r.words)
+
+
+def _category(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """What is left, when it is all a category's name ("kitchen ones"), is that category."""
+    plain = r.words.lower().strip()
+    for name in r.categories:
+        if plain in word_forms(name):
+            r.own.append(Constraint("category", name, r.words))
+            r.words = ""
+            return
+
+
+def _take_heard(r: _Reading) -> None:
+    """The constraints the parser heard are not words to search for; a category heard
+    inside a brand's name ("Brumm Audio") is the brand's."""
+    heard = []
+    lowered = r.query.lower()
+    for c in r.parsed.constraints:
+        at = lowered.find(c.text.lower()) if c.text else -1
+        inside = at >= 0 and overlaps(r.brand_spans, at, at + len(c.text))
+        if c.field == "category" and inside:
             continue
-        if c.field in ("category", "price_preference") and c.field in fields:
-            continue
-        if c.field == "brand" and ("brand" in fields or str(c.value) in named):
-            continue
-        if c.field == "exclude_brand" and str(c.value) in named:
-            continue
-        kept.append(c)
-    return tuple(kept)
+        heard.append(c)
+        if at >= 0:
+            r.cuts.append((at, at + len(c.text)))
+    r.parsed = ParsedQuery(r.query, r.parsed.search_text, tuple(heard), r.parsed.parser)
 
 
-def retrieve_turn(retriever: Retriever, turn: Turn, top_k: int, plan: FilterPlan) -> SearchOutcome:
-    """The turn's products: by example when it points at a product, else by its text
-    (blocking: call off the event loop).
-
-    Raises:
-        StoreError: the vector store failed.
-    """
-    text = turn.parsed.search_text
-    if turn.like is None:
-        return constrained_retrieve(retriever, text, top_k, plan)
-    wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
-    found = retriever.similar(turn.like, wanted, plan.search_filter)
-    if found is None:  # it left the catalog since it was shown
-        logger.info("product %d is gone: searching %r instead", turn.like, text)
-        return constrained_retrieve(retriever, text, top_k, plan)
-    if plan.prefer_low_price:
-        found = nudge_by_cost(found, log_price)
-    return SearchOutcome(found[:top_k])
+# What a rule's match does to the turn: a follow-up cue ("refine", "keep", and each that
+# finds something), words taken from the search text, filters or the product searched by.
+EFFECTS: dict[Effect, Callable[[FollowUpReader, _Reading, _Compiled, Match | None], None]] = {
+    "search_by_shown": _search_by_shown,
+    "cheaper": _cheaper,
+    "brands": _brands,
+    "ignore_query": _ignore_query,
+    "refine": _refine,
+    "keep": _keep,
+    "drop": _drop,
+    "category": _category,
+}
 
 
-def next_state(turn: Turn, plan: FilterPlan, outcome: SearchOutcome) -> ConversationState:
-    """What this turn hands to the next one."""
-    heard = [
-        Constraint(f.field, f.value, (f.text or "")[:MAX_FILTER_TEXT])
-        for f in plan.applied
-        if f.source != "request"
-    ]
-    brands = [c for c in heard if c.field in ("brand", "exclude_brand")][:MAX_BRANDS]
-    others = [c for c in heard if c.field not in ("brand", "exclude_brand")]
-    shown = tuple(
-        ShownProduct(p.id, p.price, p.outside_filters) for p in outcome.offered[:MAX_SHOWN]
-    )
-    return ConversationState(
-        turn.parsed.search_text[:MAX_SEARCH_TEXT], (*others, *brands), shown, turn.like
-    )
-
-
-__all__ = [
-    "MAX_SHOWN",
-    "ConversationState",
-    "FollowUpError",
-    "FollowUpReader",
-    "ShownProduct",
-    "Turn",
-    "next_state",
-    "retrieve_turn",
-]
+__all__ = ["EFFECTS", "FollowUpError", "FollowUpReader"]

@@ -5,6 +5,9 @@ query itself, not trusted: the search text may only use the query's own words, e
 price must be a number the shopper wrote (or within the "around" band of one), the
 category must be one of the catalog's. Anything else (bad JSON, extra keys, an invented
 budget, an injected instruction, a timeout, an HTTP error) falls back to the offline parse.
+The model adds constraints, never drops the rules': a constraint the offline parse heard
+and the model left out is kept (and with a price one, the offline search text, which has
+its words cut).
 """
 
 from __future__ import annotations
@@ -45,6 +48,15 @@ not prices.
 - "prefer_low_price": true if the shopper asks for cheap, budget or affordable things.
 
 CATEGORIES: """
+
+
+# Constraints whose words the offline parse cuts from the search text.
+_CUT_BY_RULES = frozenset({"min_price", "max_price", "price_preference"})
+
+
+def _value(constraints: list[Constraint], field: ConstraintField) -> float | None:
+    found = [c.value for c in constraints if c.field == field]
+    return float(found[0]) if found else None
 
 
 class LLMParse(BaseModel):
@@ -158,7 +170,16 @@ class LLMQueryParser:
             constraints.append(heard("price_preference", "low"))
         if p.category is not None:
             constraints.append(heard("category", by_lower[p.category.lower()]))
-        return ParsedQuery(query, p.search_text.strip(), tuple(constraints), "llm")
+        said = {c.field for c in constraints}
+        kept = [c for c in fallback.constraints if c.field not in said]
+        search_text = p.search_text.strip()
+        if any(c.field in _CUT_BY_RULES for c in kept):
+            search_text = fallback.search_text
+        merged = [*constraints, *kept]
+        low, high = _value(merged, "min_price"), _value(merged, "max_price")
+        if low is not None and high is not None and low > high:
+            raise UngroundedParse("min_price is above the max_price the rules heard")
+        return ParsedQuery(query, search_text, tuple(merged), "llm")
 
     def _numbers(self, query: str) -> set[float]:
         """Every amount the shopper wrote: digits (also ×1000 for "1.5k") and number words."""

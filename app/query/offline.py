@@ -23,6 +23,9 @@ class OfflineQueryParser:
         self._soft = re.compile(
             rf"(?<![\w-])(?:{alternation(self.book.soft_cheap)})(?![\w-])", re.I
         )
+        self._popular = re.compile(
+            rf"(?<![\w-])(?:{alternation(self.book.soft_popular)})(?![\w-])", re.I
+        )
 
     def parse(self, query: str, categories: Iterable[str] = ()) -> ParsedQuery:
         """Split `query` into a search text and the constraints it states.
@@ -40,6 +43,12 @@ class OfflineQueryParser:
         if soft:
             constraints.append(Constraint("price_preference", "low", soft[0].group(0)))
             cut += [(m.start(), m.end()) for m in soft]
+        popular = [
+            m for m in self._popular.finditer(query) if not any(s <= m.start() < e for s, e in cut)
+        ]
+        if popular:
+            constraints.append(Constraint("popularity_preference", "high", popular[0].group(0)))
+            cut += [(m.start(), m.end()) for m in popular]
         category = self.categories.find(query, categories)
         if category is not None:
             constraints.append(category)

@@ -36,6 +36,8 @@ class Phrasebook:
     range_openers: list[str]
     around_band: float
     soft_cheap: list[str]
+    # "best sellers": what shoppers bought most first (the products' signals).
+    soft_popular: list[str]
     number_units_not_price: list[str]
     not_price_context_before: list[str]
     category_kind_words: list[str]

@@ -41,6 +41,8 @@ class FilterPlan:
     search_filter: SearchFilter
     applied: tuple[AppliedFilter, ...]
     prefer_low_price: bool
+    # "best sellers": among the relevant matches, what shoppers bought most comes first.
+    prefer_popular: bool = False
 
     @property
     def has_price_bounds(self) -> bool:
@@ -60,6 +62,8 @@ def label(field: FilterField, value: str | float, symbol: str) -> str:
         return f"≤ {money(float(value), symbol)}"
     if field == "price_preference":
         return "lower prices first"
+    if field == "popularity_preference":
+        return "best sellers first"
     if field == "brand":
         return f"{value} only"
     if field == "exclude_brand":
@@ -79,7 +83,7 @@ def plan_filters(
     explicit: the request's `filters` (they win).
     ignore_parsed: fields the shopper removed from what was heard (now or earlier).
     currency_symbol: the catalog's, for the labels.
-    carried: what the conversation's last turn applied (app/query/followup.py); each one
+    carried: what the conversation's last turn applied (app/query/turn.py); each one
         counts only where neither the request nor this query decides its field.
     """
     given = explicit or SearchFilter()
@@ -99,6 +103,7 @@ def plan_filters(
         if value is not None
     ]
     prefer_low = False
+    prefer_popular = False
     brands: dict[FilterSource, list[str]] = {}
     excluded: list[str] = []
     heard: list[tuple[Constraint, FilterSource]] = [(c, "query") for c in parsed.constraints]
@@ -110,6 +115,10 @@ def plan_filters(
             if prefer_low:
                 continue
             prefer_low = True
+        elif c.field == "popularity_preference":
+            if prefer_popular:
+                continue
+            prefer_popular = True
         elif c.field == "brand":
             # The newest words name the brands wanted: "only Nike" replaces "only Adidas".
             if any(s != source for s in brands) or str(c.value) in brands.get(source, []):
@@ -128,7 +137,7 @@ def plan_filters(
                 source,
                 label(c.field, c.value, currency_symbol),
                 c.text,
-                hard=c.field != "price_preference",
+                hard=c.field not in ("price_preference", "popularity_preference"),
             )
         )
     flt = SearchFilter(
@@ -138,12 +147,12 @@ def plan_filters(
         brands=tuple(b for names in brands.values() for b in names),
         exclude_brands=tuple(excluded),
     )
-    return FilterPlan(flt, tuple(applied), prefer_low)
+    return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular)
 
 
 def _fits(c: Constraint, values: dict[str, str | float | None]) -> bool:
     """False when an explicit filter already decides this field or contradicts the bound."""
-    if c.field in ("price_preference", "brand", "exclude_brand"):
+    if c.field in ("price_preference", "popularity_preference", "brand", "exclude_brand"):
         return True
     if values[c.field] is not None:
         return False

@@ -3,7 +3,9 @@ products far below the best match are cut, and when few fit a hard price bound t
 relevant products outside it follow, labelled as such.
 
 Sits in front of the Retriever (search text + SearchFilter in); it never changes how the
-Retriever ranks.
+Retriever ranks. A conversation turn that points at a shown product searches by it
+(`search_turn`). With a learned ranker the cut reads its calibrated probability instead of
+the distance from the best match.
 """
 
 from __future__ import annotations
@@ -56,6 +58,40 @@ def within_margin(
     return [p for p in products if p.score >= best - margin]
 
 
+def with_popularity_prior(
+    products: Sequence[RetrievedProduct], weight: float
+) -> list[RetrievedProduct]:
+    """Re-order by relevance + `weight` x popularity (in [0, 1)): a product shoppers buy can
+    pass one at most `weight` more relevant, never a clearly better match."""
+    if weight <= 0:
+        return list(products)
+    return sorted(products, key=lambda p: p.score + weight * p.popularity, reverse=True)
+
+
+def by_popularity(products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
+    """ "Best sellers": the products near the best match, most popular first (relevance
+    breaks ties); the others follow in their order."""
+    if not products:
+        return []
+    best = max(p.score for p in products)
+    near = [p for p in products if p.score >= best - PRICE_COMPETITION_MARGIN]
+    rest = [p for p in products if p.score < best - PRICE_COMPETITION_MARGIN]
+    return sorted(near, key=lambda p: (p.popularity, p.score), reverse=True) + rest
+
+
+def relevance_cut(
+    retriever: Retriever, products: Sequence[RetrievedProduct], best: float, margin: float
+) -> list[RetrievedProduct]:
+    """The products that are matches. With a learned ranker, those whose calibrated
+    P(relevant) is at least RANKER_MIN_PROBABILITY (a margin of math.inf switches the cut
+    off); without one, those within `margin` of `best`."""
+    if retriever.ranks_by_probability:
+        if math.isinf(margin):
+            return list(products)
+        return [p for p in products if p.score >= retriever.min_probability]
+    return within_margin(products, best, margin)
+
+
 def nudge_by_cost(
     products: Sequence[RetrievedProduct], cost: Callable[[RetrievedProduct], float | None]
 ) -> list[RetrievedProduct]:
@@ -102,11 +138,13 @@ def constrained_retrieve(
     """Up to `top_k` products for `text` under `plan` (blocking: call off the event loop).
 
     Products scoring more than `margin` (default: the retriever's RELEVANCE_MARGIN) below
-    the best match are not matches. When fewer than `top_k` fit a hard price bound, the
-    closest relevant products outside it come in `closest_outside` (all of them the
-    products, `nearest`, when none fits), flagged `outside_filters`; the best of those
-    also raises the bar for the matches, so a cheap unrelated product does not pass as a
-    match only because nothing relevant is that cheap.
+    the best match are not matches; with a learned ranker, those whose probability of
+    relevance is below RANKER_MIN_PROBABILITY (`relevance_cut`; math.inf: no cut). When
+    fewer than `top_k` fit a hard price bound, the closest relevant products outside it
+    come in `closest_outside` (all of them the products, `nearest`, when none fits),
+    flagged `outside_filters`; the best of those also raises the bar for the matches, so
+    a cheap unrelated product does not pass as a match only because nothing relevant is
+    that cheap.
 
     Raises:
         StoreError: the vector store failed.
@@ -117,10 +155,15 @@ def constrained_retrieve(
     # mentions "tent-mates" scores within 10% of the tents.
     mode: RetrievalMode | None = None if retriever.scores_are_similarities else "dense"
     cut = retriever.relevance_margin if margin is None else margin
-    wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
+    reorders = plan.prefer_low_price or plan.prefer_popular
+    wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     found = retriever.retrieve(query, wanted, plan.search_filter, mode=mode)
     best = max((p.score for p in found), default=-math.inf)
-    matches = within_margin(found, best, cut)
+    matches = with_popularity_prior(
+        relevance_cut(retriever, found, best, cut), retriever.popularity_weight
+    )
+    if plan.prefer_popular:
+        matches = by_popularity(matches)
     if plan.prefer_low_price:
         matches = nudge_by_cost(matches, log_price)
     matches = matches[:top_k]
@@ -133,10 +176,12 @@ def constrained_retrieve(
     unbounded = replace(flt, min_price=None, max_price=None)
     relaxed = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, unbounded, mode=mode)
     best = max([best, *(p.score for p in relaxed)])
-    matches = within_margin(matches, best, cut)
+    matches = relevance_cut(retriever, matches, best, cut)
     inside = {p.id for p in matches}
     outside = [
-        p for p in within_margin(relaxed, best, cut) if p.id not in inside and not fits(p, flt)
+        p
+        for p in relevance_cut(retriever, relaxed, best, cut)
+        if p.id not in inside and not fits(p, flt)
     ]
     closest = nudge_by_cost(outside, log_outside(flt))[: top_k - len(matches)]
     offered = [replace(p, outside_filters=True) for p in closest]
@@ -159,3 +204,25 @@ def fits(p: RetrievedProduct, flt: SearchFilter) -> bool:
         return flt.min_price is None and flt.max_price is None
     low_ok = flt.min_price is None or p.price >= flt.min_price
     return low_ok and (flt.max_price is None or p.price <= flt.max_price)
+
+
+def search_turn(
+    retriever: Retriever, text: str, like: int | None, top_k: int, plan: FilterPlan
+) -> SearchOutcome:
+    """A conversation turn's products: by example when it points at a shown product ("more
+    like the second one": the call behind GET /products/{id}/similar), else by its text
+    (blocking: call off the event loop).
+
+    Raises:
+        StoreError: the vector store failed.
+    """
+    if like is None:
+        return constrained_retrieve(retriever, text, top_k, plan)
+    wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
+    found = retriever.similar(like, wanted, plan.search_filter)
+    if found is None:  # it left the catalog since it was shown
+        logger.info("product %d is gone: searching %r instead", like, text)
+        return constrained_retrieve(retriever, text, top_k, plan)
+    if plan.prefer_low_price:
+        found = nudge_by_cost(found, log_price)
+    return SearchOutcome(found[:top_k])

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-ConstraintField = Literal["category", "min_price", "max_price", "price_preference"]
+ConstraintField = Literal[
+    "category", "min_price", "max_price", "price_preference", "popularity_preference"
+]
 CONSTRAINT_FIELDS: tuple[ConstraintField, ...] = (
     "category",
     "min_price",
     "max_price",
     "price_preference",
+    "popularity_preference",
 )
 # What a filter applied can be: a constraint, or a brand a follow-up named (app/query/followup.py).
 FilterField = Literal[ConstraintField, "brand", "exclude_brand"]

@@ -7,11 +7,12 @@ import logging
 
 from app.core.config import Settings
 from app.query.category import BrandVocabulary, CategoryVocabulary
-from app.query.followup import ConversationState, FollowUpReader, Turn
+from app.query.followup import FollowUpReader
 from app.query.llm import LLMQueryParser
 from app.query.metrics import record_parse
 from app.query.offline import OfflineQueryParser
 from app.query.phrasebook import load_phrasebook
+from app.query.turn import ConversationState, Turn
 from app.query.types import ParsedQuery
 from app.store import VectorStore
 

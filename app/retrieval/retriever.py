@@ -7,6 +7,11 @@ the better branch alone (`python -m app.eval --dataset`, BENCHMARKS.md). Groupin
 and the relevance floor all run inside the store's search (`VectorStore.search_products`),
 so a filter never shrinks a page that enough matching products could fill. A product
 ranks by its best chunk.
+
+With a learned ranker (LEARNED_MODEL, app.ranking) a hybrid search fetches
+RANKER_CANDIDATES products (or the page, if larger), re-orders them by the ranker and
+scores each with its calibrated probability of relevance; without one, the fused order
+and score as they are. `candidates` is the search alone, what training reads features of.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import numpy.typing as npt
 
 from app.core.config import Settings
 from app.embedding.model import Vectors
+from app.ranking import Ranker
+from app.retrieval.popularity import popularity
 from app.retrieval.types import RetrievedProduct
 from app.store.base import ProductHit, SearchFilter, VectorStore
 from app.store.hybrid import FusionSpec, RetrievalMode, SparseVec, query_sparse
@@ -36,7 +43,8 @@ def chunk_body(text: str) -> str:
     return body.strip() if sep and body.strip() else text.strip()
 
 
-def to_retrieved(hit: ProductHit) -> RetrievedProduct:
+def to_retrieved(hit: ProductHit, score: float | None = None) -> RetrievedProduct:
+    """The product as retrieval returns it; `score` replaces the hit's (a ranker's)."""
     payload = hit.chunks[0].payload if hit.chunks else {}
     price = payload.get("price")
     return RetrievedProduct(
@@ -45,8 +53,9 @@ def to_retrieved(hit: ProductHit) -> RetrievedProduct:
         category=payload.get("category"),
         brand=payload.get("brand"),
         price=float(price) if isinstance(price, int | float) else None,
-        score=round(hit.score, 6),
+        score=round(hit.score if score is None else score, 6),
         matched_content=[chunk_body(str(c.payload.get("text", ""))) for c in hit.chunks],
+        popularity=popularity(payload),
     )
 
 
@@ -73,32 +82,48 @@ class Retriever:
     embedder: the model the chunks were embedded with, or an encoder giving the same
         vectors faster (app.embedding.onnx_query).
     store: the vector store the sync writes.
-    settings: threshold and chunks-per-product come from here.
+    settings: threshold, chunks-per-product, mode and lexical weight come from here.
+    fusion: how a hybrid query fuses; by default the service's relevance fusion at
+        FUSION_LEXICAL_WEIGHT (`python -m app.eval` passes others to compare).
+    ranker: a learned ranker (app.ranking.ranker_for(LEARNED_MODEL)); None keeps the
+        fused order.
     """
 
-    def __init__(self, embedder: QueryEncoder, store: VectorStore, settings: Settings) -> None:
+    def __init__(
+        self,
+        embedder: QueryEncoder,
+        store: VectorStore,
+        settings: Settings,
+        fusion: FusionSpec | None = None,
+        ranker: Ranker | None = None,
+    ) -> None:
         self.embedder = embedder
         self.store = store
+        self.ranker = ranker
+        self.ranker_candidates = settings.ranker_candidates
+        self.min_probability = settings.ranker_min_probability
         self.similarity_threshold = settings.similarity_threshold
         self.chunks_per_product = settings.max_chunks_per_product
         self.default_top_k = settings.vector_search_top_k
         self.mode = settings.retrieval_mode
         self.relevance_margin = settings.relevance_margin
-        self.fusion = FusionSpec(
-            method=settings.fusion,
-            lexical_weight=settings.fusion_lexical_weight,
-            feedback_weight=settings.feedback_weight,
-            feedback_products=settings.feedback_products,
-            rrf_k=settings.rrf_k,
-            dense_weight=settings.fusion_dense_weight,
-            sparse_weight=settings.fusion_sparse_weight,
-        )
+        self.popularity_weight = settings.popularity_weight
+        self.fusion = fusion or FusionSpec(lexical_weight=settings.fusion_lexical_weight)
 
     @property
     def scores_are_similarities(self) -> bool:
-        """Whether scores are on the cosine scale (so a margin or a price trade-off means
-        the same on every query): dense, or hybrid fused by relevance; not BM25 or RRF."""
-        return self.mode == "dense" or (self.mode == "hybrid" and self.fusion.method == "relevance")
+        """Whether scores are on one scale for every query (so a margin or a price
+        trade-off means the same everywhere): cosine (dense), relevance (hybrid fused by
+        relevance) or, with a ranker over it, a probability; not BM25 or RRF."""
+        return self.mode == "dense" or self._fused_by_relevance(self.mode)
+
+    @property
+    def ranks_by_probability(self) -> bool:
+        """Whether `retrieve` (in the default mode) scores by a calibrated P(relevant)."""
+        return self.ranker is not None and self._fused_by_relevance(self.mode)
+
+    def _fused_by_relevance(self, mode: RetrievalMode) -> bool:
+        return mode == "hybrid" and self.fusion.method == "relevance"
 
     def retrieve(
         self,
@@ -120,6 +145,30 @@ class Retriever:
             StoreError: the vector store failed.
         """
         mode = mode or self.mode
+        limit = top_k or self.default_top_k
+        q = query if isinstance(query, Query) else Query(query)
+        flt = None if filters is None or filters.is_empty else filters
+        if self.ranker is None or not self._fused_by_relevance(mode):
+            return [to_retrieved(h) for h in self.candidates(q, limit, flt, mode=mode)]
+        hits = self.candidates(q, max(limit, self.ranker_candidates), flt, mode=mode)
+        ranked = self.ranker.rank(q.text, flt, hits)[:limit]
+        return [to_retrieved(r.hit, r.probability) for r in ranked]
+
+    def candidates(
+        self,
+        query: str | Query,
+        limit: int,
+        filters: SearchFilter | None = None,
+        *,
+        mode: RetrievalMode | None = None,
+    ) -> list[ProductHit]:
+        """The store's products for `query` in the fused order, with their branch signals
+        (what a ranker re-orders, at training and at serving alike).
+
+        Raises:
+            StoreError: the vector store failed.
+        """
+        mode = mode or self.mode
         q = query if isinstance(query, Query) else Query(query)
         if mode != "sparse" and q.dense is None:
             q.dense = self.embedder.embed([q.text])[0]
@@ -132,16 +181,15 @@ class Retriever:
             sparse = None
             if vector is None:
                 return []
-        hits = self.store.search_products(
+        return self.store.search_products(
             vector,
-            limit=top_k or self.default_top_k,
+            limit=limit,
             chunks_per_product=self.chunks_per_product,
             score_threshold=self.similarity_threshold,
             flt=None if filters is None or filters.is_empty else filters,
             sparse=sparse,
             fusion=self.fusion,
         )
-        return [to_retrieved(h) for h in hits]
 
     def similar(
         self, product_id: int, top_k: int | None = None, filters: SearchFilter | None = None

@@ -22,3 +22,5 @@ class RetrievedProduct:
     matched_content: list[str] = field(default_factory=list)
     # Offered although outside the shopper's hard price bounds (the closest relevant ones).
     outside_filters: bool = False
+    # What shoppers did with it, in [0, 1) (app.retrieval.popularity); 0 without signals.
+    popularity: float = 0.0

@@ -1,6 +1,7 @@
 """The vector store: one contract (`VectorStore`), two engines, one front door (`open_store`).
 
-- `QDRANT_URL` set          → a Qdrant server through qdrant-client.
+- `QDRANT_URL` set          → a Qdrant server through qdrant-client (several URLs: the nodes
+                              of a cluster, app/store/qdrant_nodes.py).
 - `QDRANT_PATH=:memory:`    → qdrant-client's in-process local mode (tests; nothing kept).
 - otherwise `QDRANT_PATH`   → the embedded qdrant-edge engine in that folder (default).
 """
@@ -81,29 +82,48 @@ def open_store(settings: Settings) -> VectorStore:
     if settings.qdrant_url or settings.qdrant_path == ":memory:":
         from qdrant_client import QdrantClient
 
-        from app.store.qdrant_client_store import QdrantClientStore
+        from app.store.qdrant_client_store import CollectionLayout, QdrantClientStore
+        from app.store.qdrant_nodes import QdrantNodes
 
-        remote = bool(settings.qdrant_url)
-        backend = "qdrant-remote" if remote else "qdrant-local"
+        urls = settings.qdrant_urls
+        key = settings.qdrant_api_key
+        backend = "qdrant-remote" if urls else "qdrant-local"
         try:
-            if remote:
-                key = settings.qdrant_api_key
+            if urls:
                 # Our own version check (check_server_version) replaces the client's, which
                 # warns about any server more than one minor version from the client.
-                client = QdrantClient(
-                    url=settings.qdrant_url,
-                    api_key=key.get_secret_value() if key else None,
-                    check_compatibility=False,
-                )
-                check_server_version(client)
+                clients = [
+                    QdrantClient(
+                        url=url,
+                        api_key=key.get_secret_value() if key else None,
+                        check_compatibility=False,
+                    )
+                    for url in urls
+                ]
+                check_server_version(clients[0])
             else:
-                client = QdrantClient(location=":memory:")
+                clients = [QdrantClient(location=":memory:")]
         except Exception as e:
             raise StoreError(
                 f"cannot open client: {e}", backend=backend, collection=collection
             ) from e
-        logger.info("vector store: %s, collection %s", backend, collection)
-        return QdrantClientStore(client, collection, local=not remote)
+        logger.info("vector store: %s %s, collection %s", backend, ", ".join(urls), collection)
+        layout = CollectionLayout(
+            shards=settings.qdrant_shards,
+            replication_factor=settings.qdrant_replication_factor,
+            write_consistency=settings.qdrant_write_consistency,
+        )
+        return QdrantClientStore(
+            QdrantNodes(clients, urls or [":memory:"]),
+            collection,
+            local=not urls,
+            layout=layout,
+            fence_key=(
+                key.get_secret_value()
+                if urls and key is not None and settings.sync_lease_fence
+                else None
+            ),
+        )
 
     from app.store.edge_store import EdgeStore
 

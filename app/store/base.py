@@ -56,6 +56,10 @@ class StoreLockedError(StoreError):
     """The on-disk store is open in another process (the embedded engine is single-writer)."""
 
 
+class StoreFencedError(StoreError):
+    """The server refused a write fenced by a sync lease that passed to another syncer."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkPoint:
     """One chunk as the sync writes it. `id` is a UUID string keyed by content."""
@@ -63,6 +67,15 @@ class ChunkPoint:
     id: str
     vector: VectorLike
     payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SparseRewrite:
+    """A kept chunk's BM25 vector to compute again (from its text and its product's title)."""
+
+    id: str
+    text: str
+    title: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +103,32 @@ class StoredChunkHit:
 
 
 @dataclass(frozen=True, slots=True)
+class BranchSignals:
+    """What each branch of a relevance-fused search said about one product: the inputs a
+    learned ranker reads (app.ranking.features), the same at training and at serving.
+
+    `dense_rank` / `lexical_rank` are 1-based places in that branch's own product list;
+    None when the branch did not find the product (its cosine is then read apart, and its
+    BM25 is 0).
+    """
+
+    cosine: float
+    bm25: float
+    bm25_share: float
+    dense_rank: int | None
+    lexical_rank: int | None
+    fused: float
+
+
+@dataclass(frozen=True, slots=True)
 class ProductHit:
-    """One distinct product from a grouped search; `chunks` are best first."""
+    """One distinct product from a grouped search; `chunks` are best first. `signals`:
+    per-branch scores, set by relevance fusion only."""
 
     product_id: int
     score: float
     chunks: list[StoredChunkHit] = field(default_factory=list)
+    signals: BranchSignals | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +185,11 @@ class VectorStore(Protocol):
         Unknown ids raise StoreError."""
         ...
 
+    def rewrite_sparse(self, chunks: Sequence[SparseRewrite]) -> None:
+        """Replace the BM25 vector of existing points (the current SPARSE_FORMAT), leaving
+        their dense vector and payload as they are; acknowledged on return."""
+        ...
+
     def chunks_for_products(self, product_ids: Sequence[int]) -> list[StoredChunk]:
         """All chunks of the given products, ordered by id."""
         ...
@@ -198,8 +236,9 @@ class VectorStore(Protocol):
         """Up to `limit` distinct products, best first, each with its best chunks.
 
         `vector` alone ranks by cosine, `sparse` alone by BM25, both by fusing the two
-        branches inside the engine (`fusion`, default RRF k=60). The filter applies in
-        every branch; the threshold is a cosine bound, so it cuts the dense branch only.
+        branches (`fusion`; default relevance fusion per product, app.store.relevance;
+        rrf / dbsf inside the engine, for comparison). The filter applies in every
+        branch; the threshold cuts the relevance score, or the dense branch's cosine.
         Filters and the threshold are applied inside the search, so a filter never
         shrinks the result below `limit` when enough matching products exist.
         """

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, ParamSpec, TypeVar
 
 import numpy as np
@@ -25,6 +25,7 @@ from app.store.base import (
     ChunkPoint,
     ProductHit,
     SearchFilter,
+    SparseRewrite,
     StoredChunk,
     StoredChunkHit,
     StoreError,
@@ -128,11 +129,15 @@ class StoreCore(ABC):
     def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         try:
             with self._guard:
-                return fn(*args, **kwargs)
+                return self._invoke(fn, *args, **kwargs)
         except StoreError:
             raise
         except Exception as e:  # engines raise bare Exception, ValueError, HTTP errors alike
             raise self._error(f"{what} failed", e) from e
+
+    def _invoke(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Where an engine call is made; a server's store sends it on to another node."""
+        return fn(*args, **kwargs)
 
     # --- ids, points, schema ------------------------------------------------------------
     def _ids(self, ids: Sequence[str]) -> list[Any]:
@@ -152,6 +157,20 @@ class StoreCore(ABC):
             ),
         }
         return self._make_point(normalize_id(p.id, backend=self._backend), vectors, p.payload)
+
+    def rewrite_sparse(self, chunks: Sequence[SparseRewrite]) -> None:
+        """See `VectorStore.rewrite_sparse`: UPSERT_BATCH points per engine call."""
+        for start in range(0, len(chunks), UPSERT_BATCH):
+            batch = chunks[start : start + UPSERT_BATCH]
+            self._update_vectors(
+                [
+                    (
+                        normalize_id(c.id, backend=self._backend),
+                        {SPARSE_VECTOR: self._sparse_vector(document_sparse(c.text, c.title))},
+                    )
+                    for c in batch
+                ]
+            )
 
     def _index_schemas(self, fields: Sequence[str] = tuple(INDEXED_FIELDS)) -> dict[str, Any]:
         """Engine schema type of each payload field to index."""
@@ -234,8 +253,8 @@ class StoreCore(ABC):
         chunks_per_product: int,
     ) -> list[ProductHit]:
         """See `VectorStore.search_products`. One plan for both engines: dense and sparse
-        branches fused inside the engine, or one of them alone; the filter in every branch,
-        the cosine threshold on the dense one only."""
+        branches fused by relevance here (or by rrf / dbsf inside the engine), or one of
+        them alone; the filter in every branch, the threshold on the fused or dense score."""
         dense = lexical = None
         if vector is not None:
             dense = Branch(
@@ -318,6 +337,7 @@ class StoreCore(ABC):
                 chunks_per_product=chunks_per_product,
             )
         seen = {h.product_id for h in by_cosine}
+        dense_found = len(by_cosine)
         missing = [h for h in by_words if h.product_id not in seen]
         if missing:
             # One request holding every chunk of those products: each one's best is exact.
@@ -328,7 +348,9 @@ class StoreCore(ABC):
             by_cosine += group_hits(
                 map(stored_hit, points), limit=len(ids), chunks_per_product=chunks_per_product
             )
-        best = fuse_products(by_cosine, by_words, spec.lexical_weight)[:limit]
+        best = fuse_products(by_cosine, by_words, spec.lexical_weight, dense_found=dense_found)[
+            :limit
+        ]
         return self._with_text(best, cosine, flt, chunks_per_product)
 
     def _with_text(
@@ -350,7 +372,7 @@ class StoreCore(ABC):
                 map(stored_hit, points), limit=len(ids), chunks_per_product=per_product
             )
         }
-        return [ProductHit(h.product_id, h.score, whole.get(h.product_id, h.chunks)) for h in hits]
+        return [replace(h, chunks=whole.get(h.product_id, h.chunks)) for h in hits]
 
     def similar_products(
         self,
@@ -445,6 +467,10 @@ class StoreCore(ABC):
         and their dense vector if asked."""
 
     # --- engine hooks: calls ------------------------------------------------------------
+    @abstractmethod
+    def _update_vectors(self, points: list[tuple[str, dict[str, Any]]]) -> None:
+        """Replace the named vectors of existing points (id, {name: vector}); acknowledged."""
+
     @abstractmethod
     def _scroll_page(
         self, flt: Any, limit: int, offset: Any, *, payload: bool | list[str], vector: bool

@@ -259,6 +259,12 @@ class EdgeStore(StoreCore):
         if ops:
             self._update("set_payload", *ops, points=sum(len(u.ids) for u in updates))
 
+    def _update_vectors(self, points: list[tuple[str, dict[str, Any]]]) -> None:
+        vectors = [qe.PointVectors(i, v) for i, v in points]
+        self._update(
+            "update_vectors", qe.UpdateOperation.update_vectors(vectors), points=len(points)
+        )
+
     def count(self) -> int:
         shard = self._require()
         return int(self._call("count", shard.count, qe.CountRequest(exact=True)))

@@ -8,8 +8,11 @@ catalog grows. Tokenisation is qdrant-edge's `Bm25` (word tokens, lowercase, Eng
 stopwords, Snowball stemming, hashed to u32 term ids), used for BOTH engines so a Qdrant
 server and the embedded shard index the same terms.
 
-A query runs as one engine request: a dense prefetch and a sparse prefetch (the shopper's
-filter in each), fused by RRF or DBSF. Dense-only and sparse-only stay available.
+A hybrid query runs both branches in one batch of engine requests (the shopper's filter in
+each) and fuses them per product by relevance (app.store.relevance: cosine plus a bounded
+BM25 share, on the cosine scale), the only fusion the service runs. The engine's own RRF
+and DBSF (`FusionSpec.method`) stay for comparison in `python -m app.eval` and bench/;
+dense-only and sparse-only are RETRIEVAL_MODE's other choices.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from typing import Literal
 import qdrant_edge as qe
 
 SPARSE_VECTOR = "bm25"
-# Part of every chunk's content key (app.sync.chunking): changing the tokenisation or the
-# weights below re-indexes everything, as a stored vector from the old scheme is stale.
+# Written with every chunk (its `sparse_format` payload field, app.sync.chunking): changing
+# the tokenisation or the weights below needs a new name, and the next cycle rewrites every
+# stored sparse vector in place (no dense vector is re-embedded: its key is model + text).
 SPARSE_FORMAT = "bm25-v2-title"
 
 RetrievalMode = Literal["hybrid", "dense", "sparse"]
@@ -114,6 +118,12 @@ def document_sparse(text: str, title: str | None = None) -> SparseVec:
         for index, value in zip(v.indices, v.values, strict=True):
             weights[index] = weights.get(index, 0.0) + value
     return SparseVec(list(weights), list(weights.values()))
+
+
+def document_terms(text: str) -> list[int]:
+    """The term ids a document text is indexed under (the query side's ids for the same
+    words): which of a query's terms a field holds."""
+    return list(_bm25().embed_document(normalize_text(text)).indices)
 
 
 def query_sparse(text: str) -> SparseVec:

@@ -15,31 +15,47 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.store.base import ProductHit
+from app.store.base import BranchSignals, ProductHit
 
 
 def fuse_products(
-    dense: Sequence[ProductHit], lexical: Sequence[ProductHit], lexical_weight: float
+    dense: Sequence[ProductHit],
+    lexical: Sequence[ProductHit],
+    lexical_weight: float,
+    *,
+    dense_found: int | None = None,
 ) -> list[ProductHit]:
-    """Products of both branches, best relevance first.
+    """Products of both branches, best relevance first, each with its `BranchSignals`.
 
     Args:
         dense: every candidate product with its best chunks by cosine (products found
-            by BM25 only must have been scored by the dense query too).
+            by BM25 only must have been scored by the dense query too), the dense
+            branch's own products first, in its order.
         lexical: the BM25 branch's products, score = their best chunk's BM25 score.
         lexical_weight: what the best BM25 match adds to a cosine similarity.
+        dense_found: how many of `dense` the dense branch found itself (the rest were
+            scored apart for BM25's sake); default all.
 
     Returns:
         The dense branch's products (their chunks, best first by cosine) with the fused
         score; a BM25 product the dense branch lacks is dropped.
     """
+    found = len(dense) if dense_found is None else dense_found
     best = max((h.score for h in lexical), default=0.0)
-    lexical_share = {h.product_id: h.score / best for h in lexical} if best > 0 else {}
-    fused = [
-        ProductHit(
-            h.product_id, h.score + lexical_weight * lexical_share.get(h.product_id, 0.0), h.chunks
+    by_words = {h.product_id: (rank, h.score) for rank, h in enumerate(lexical, start=1)}
+    fused = []
+    for rank, h in enumerate(dense, start=1):
+        lexical_rank, bm25 = by_words.get(h.product_id, (None, 0.0))
+        share = bm25 / best if best > 0 else 0.0
+        score = h.score + lexical_weight * share
+        signals = BranchSignals(
+            cosine=h.score,
+            bm25=bm25,
+            bm25_share=share,
+            dense_rank=rank if rank <= found else None,
+            lexical_rank=lexical_rank,
+            fused=score,
         )
-        for h in dense
-    ]
+        fused.append(ProductHit(h.product_id, score, h.chunks, signals))
     fused.sort(key=lambda h: h.score, reverse=True)
     return fused

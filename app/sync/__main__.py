@@ -9,7 +9,7 @@
 
 Exit codes: 0 done, 1 verify found differences, 2 store/table error, 3 another process
 is syncing the same collection (app/sync/lock.py on this host, app/sync/lease.py across
-hosts sharing a Qdrant server; --loop waits for it instead).
+hosts sharing a Qdrant server, or took the lease over mid-cycle; --loop waits for it instead).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from app.store import StoreError, open_store
 from app.sync.backoff import RetryLoop
 from app.sync.engine import SyncEngine
 from app.sync.hudi_source import TableReadError
-from app.sync.lease import LeaseHeldError
+from app.sync.lease import LeaseHeldError, LeaseLostError
 from app.sync.lock import SyncBusyError
 from app.sync.verify import mirror_verify
 
@@ -69,10 +69,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipped {cycle.skipped}")
             print(f"deleted {cycle.deleted}")
             print(f"payload_updates {cycle.payload_updates}")
+            print(f"sparse_rewrites {cycle.sparse_rewrites}")
             return 0
         finally:
             store.close()
-    except (SyncBusyError, LeaseHeldError) as e:
+    except (SyncBusyError, LeaseHeldError, LeaseLostError) as e:
         print(f"busy: {e}", file=sys.stderr)
         return 3
     except (StoreError, TableReadError) as e:

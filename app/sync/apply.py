@@ -11,9 +11,9 @@ import numpy as np
 
 from app.core.catalog import Product, payload_fields
 from app.embedding import Embedder
-from app.store.base import ChunkPoint, PayloadUpdate, StoredChunk, VectorStore
+from app.store.base import ChunkPoint, PayloadUpdate, SparseRewrite, StoredChunk, VectorStore
 from app.sync.chunk_vectors import ChunkVectorSource
-from app.sync.chunking import ProductChunk, ProductChunker
+from app.sync.chunking import SPARSE_FIELD, ProductChunk, ProductChunker, sparse_marker
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ class ApplyCounts:
     loaded: int = 0  # new chunks whose vector came from the Spark job's table, not the model
     skipped: int = 0  # chunks already present with the same content (not re-embedded)
     payload_updates: int = 0  # kept chunks whose product fields (e.g. price) changed
+    sparse_rewrites: int = 0  # kept chunks whose BM25 vector was in an older format
     deleted: int = 0
 
     def add(self, other: ApplyCounts) -> None:
@@ -40,6 +41,7 @@ class ApplyCounts:
         self.loaded += other.loaded
         self.skipped += other.skipped
         self.payload_updates += other.payload_updates
+        self.sparse_rewrites += other.sparse_rewrites
         self.deleted += other.deleted
 
 
@@ -68,6 +70,8 @@ class ChunkApplier:
         to_embed: list[tuple[ProductChunk, Product]] = []
         updates: list[PayloadUpdate] = []
         stale: list[str] = []
+        resparse: list[SparseRewrite] = []
+        marker = sparse_marker()
         # Kept chunks whose position or count changed, by their new values: one update per
         # distinct position, not one per chunk (a payload-format upgrade moves them all).
         moved: dict[tuple[tuple[str, int], ...], list[str]] = {}
@@ -81,6 +85,9 @@ class ChunkApplier:
                     to_embed.append((chunk, product))
                     continue
                 counts.skipped += 1
+                if held.payload.get(SPARSE_FIELD) != marker[SPARSE_FIELD]:
+                    # Same text, BM25 vector of another format: rewritten, not re-embedded.
+                    resparse.append(SparseRewrite(chunk.point_id, chunk.text, product.name))
                 if any(held.payload.get(k) != v for k, v in fields.items()):
                     kept_with_new_fields.append(chunk.point_id)
                 position = tuple(chunk.position.items())
@@ -94,8 +101,13 @@ class ChunkApplier:
 
         counts.loaded = self._embed_and_upsert(to_embed)
         counts.embedded = len(to_embed) - counts.loaded
+        if resparse:
+            # The vectors first, then the marker: a crash between leaves them to redo.
+            self.store.rewrite_sparse(resparse)
+            updates.append(PayloadUpdate([c.id for c in resparse], dict(marker)))
+            counts.sparse_rewrites = len(resparse)
         self.store.set_payloads(updates)
-        counts.payload_updates = sum(len(u.ids) for u in updates)
+        counts.payload_updates = sum(len(u.ids) for u in updates) - counts.sparse_rewrites
         if stale:
             self.store.delete(stale)
         counts.deleted = len(stale)

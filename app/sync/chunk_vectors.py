@@ -4,19 +4,27 @@ The job writes a Hudi table of chunk vectors keyed by content key (`chunk_hash`:
 text in one vector space, whose model id names the encoder, int8 included), so a vector is
 only ever loaded for the very text and engine it was made for. For the chunks a cycle is
 about to embed, the sync asks this table first and embeds only what it lacks. Where the
-table does not exist, the sync runs as it always did.
+table does not exist, the sync runs as it always did. The job drops the vectors no live
+chunk uses (`spark_jobs.embed`), so the table follows the catalog, not its history.
 
-Memory: the table's keys are held while its latest commit stays the same (32 bytes a
-chunk), its vectors only from the first lookup that hits until the cycle ends (4 bytes a
-dimension: ~1.6 KB a chunk at 384, 160 MB per 100k distinct chunks). A bootstrap of a
-catalog past ~5M distinct chunks needs that much memory in the syncer.
+Memory: the vectors are never held. When the table's latest commit changes, one streamed
+read (a record batch at a time) writes its vectors to an unnamed temporary file in table
+order and keeps an index of sorted content keys with their row numbers (36 bytes a row);
+a lookup finds its keys in the index and reads just those rows back from the file
+(`os.pread`, 4 bytes a dimension each). So the syncer holds 36 bytes per row of the table's
+snapshot plus the base file being read (hudi-rs decodes one file at a time; Hudi caps a
+file at `hoodie.parquet.max.file.size`, 120 MB), whatever the table weighs:
+bench/vector_lookup.py measures it while the table's history grows.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from typing import IO
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +45,64 @@ MODEL_ID = "model_id"  # for people and the job's report: the key already names 
 EMBEDDED_AT = "ts"  # precombine: epoch millis of the embedding
 # Content keys are 32 hex characters (chunk_hash).
 _KEY_DTYPE = "S32"
-_READ_BATCH = 65_536
+# Rows converted at a time (~6 MB of vectors at 384-d).
+_READ_BATCH = 4_096
+
+
+class SpilledVectors:
+    """A snapshot of the vectors table: sorted keys in memory, the vectors in a temp file."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], dim: int) -> None:
+        self.dim = dim
+        self._row_bytes = dim * 4
+        # Unnamed, gone with the process; closed by `close` when the table moves on.
+        self._file: IO[bytes] = tempfile.TemporaryFile(prefix="chunk-vectors-")  # noqa: SIM115
+        parts: list[npt.NDArray[np.bytes_]] = []
+        self.skipped = 0
+        for whole in batches:
+            # hudi-rs gives a base file as one batch: converted a slice at a time.
+            for start in range(0, whole.num_rows, _READ_BATCH):
+                batch = whole.slice(start, _READ_BATCH)
+                lists = batch.column(VECTOR)
+                # Vectors of another size are another model's: never loaded.
+                fits = pc.fill_null(pc.equal(pc.list_value_length(lists), dim), False)
+                self.skipped += batch.num_rows - pc.sum(fits).as_py()
+                kept = batch.filter(fits)
+                if not kept.num_rows:
+                    continue
+                values = pc.list_flatten(kept.column(VECTOR)).to_numpy(zero_copy_only=False)
+                self._file.write(np.ascontiguousarray(values, dtype=np.float32).data)
+                parts.append(_as_keys([kept.column(CONTENT_KEY)]))
+        self._file.flush()
+        keys = np.concatenate(parts) if parts else np.zeros(0, dtype=_KEY_DTYPE)
+        order = np.argsort(keys, kind="stable")
+        self.keys = keys[order]
+        self.rows = order.astype(np.uint32)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def index_bytes(self) -> int:
+        return int(self.keys.nbytes + self.rows.nbytes)
+
+    def get(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The vector of every key in `keys` the snapshot holds (read from the file)."""
+        if not len(self.keys) or not keys:
+            return {}
+        wanted = np.asarray(keys, dtype=_KEY_DTYPE)
+        at = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
+        hit = np.flatnonzero(self.keys[at] == wanted)
+        fd = self._file.fileno()
+        out: dict[str, npt.NDArray[np.float32]] = {}
+        # File order: reads go forward through the file.
+        for i in sorted(hit, key=lambda i: int(self.rows[at[i]])):
+            raw = os.pread(fd, self._row_bytes, int(self.rows[at[i]]) * self._row_bytes)
+            out[keys[int(i)]] = np.frombuffer(raw, dtype=np.float32)
+        return out
+
+    def close(self) -> None:
+        self._file.close()
 
 
 class ChunkVectorSource:
@@ -49,51 +114,42 @@ class ChunkVectorSource:
         self._dim = dim
         self._table: TableSnapshot | None = None
         self._version: str | None = None
-        # Sorted content keys of the table's latest snapshot, and (once a lookup hits) the
-        # vectors in the same order.
-        self._keys: npt.NDArray[np.bytes_] | None = None
-        self._vectors: npt.NDArray[np.float32] | None = None
+        # The table's latest snapshot, spilled on the first lookup after it changed.
+        self._spilled: SpilledVectors | None = None
 
     def start_cycle(self) -> None:
         """Open the table once per cycle (a new job run is seen at the next cycle)."""
-        self.release()
         self._table = None
         if not self._exists():
-            self._version = self._keys = None
+            self._version = None
+            self.release()
             return
         table = TableSnapshot(self._settings)
         version = table.latest.completed if table.latest else None
         if version != self._version:
-            self._version, self._keys = version, None
+            self._version = version
+            self.release()
         self._table = table
 
     def release(self) -> None:
-        """Drop the vectors (the keys stay until the table changes)."""
-        self._vectors = None
+        """Drop the spilled snapshot (its index and its temp file); kept across cycles
+        otherwise, until the table's latest commit changes."""
+        if self._spilled is not None:
+            self._spilled.close()
+            self._spilled = None
+
+    @property
+    def index_bytes(self) -> int:
+        """Memory the lookup holds between calls (the sorted keys and their rows)."""
+        return self._spilled.index_bytes if self._spilled is not None else 0
 
     def lookup(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         """The stored vector of every content key in `keys` the table holds."""
         if self._table is None or self._table.latest is None or not keys:
             return {}
-        if self._keys is None:
-            self._keys = self._load_keys(self._table)
-        wanted = np.asarray(keys, dtype=_KEY_DTYPE)
-        if not self._hits(self._keys, wanted).any():
-            return {}
-        if self._vectors is None:
-            self._keys, self._vectors = self._load_vectors(self._table)
-        hit = self._hits(self._keys, wanted)
-        rows = np.searchsorted(self._keys, wanted)
-        return {keys[int(i)]: self._vectors[rows[i]] for i in np.flatnonzero(hit)}
-
-    @staticmethod
-    def _hits(
-        held: npt.NDArray[np.bytes_], wanted: npt.NDArray[np.bytes_]
-    ) -> npt.NDArray[np.bool_]:
-        if not len(held):
-            return np.zeros(len(wanted), dtype=bool)
-        rows = np.minimum(np.searchsorted(held, wanted), len(held) - 1)
-        return np.asarray(held[rows] == wanted)
+        if self._spilled is None:
+            self._spilled = self._spill(self._table)
+        return self._spilled.get(keys)
 
     def _exists(self) -> bool:
         fs, base = _filesystem(self._settings)
@@ -110,52 +166,19 @@ class ChunkVectorSource:
         except Exception as e:  # hudi-rs raises its own error types
             raise TableReadError(f"vectors read failed: {e}", table=self.path) from e
 
-    def _load_keys(self, table: TableSnapshot) -> npt.NDArray[np.bytes_]:
+    def _spill(self, table: TableSnapshot) -> SpilledVectors:
         started = time.monotonic()
-        batches = self._stream(table, [CONTENT_KEY])
-        keys = _as_keys([b.column(CONTENT_KEY) for b in batches])
-        keys.sort()
+        spilled = SpilledVectors(self._stream(table, [CONTENT_KEY, VECTOR]), self._dim)
         logger.info(
-            "chunk vectors: %d keys at %s (commit %s) in %.2fs",
-            len(keys),
+            "chunk vectors: %d at %s (commit %s) spilled, index %.1f MB%s, in %.2fs",
+            len(spilled),
             self.path,
             self._version,
+            spilled.index_bytes / 1e6,
+            f", {spilled.skipped} of another size skipped" if spilled.skipped else "",
             time.monotonic() - started,
         )
-        return keys
-
-    def _load_vectors(
-        self, table: TableSnapshot
-    ) -> tuple[npt.NDArray[np.bytes_], npt.NDArray[np.float32]]:
-        started = time.monotonic()
-        key_parts: list[pa.Array] = []
-        vector_parts: list[npt.NDArray[np.float32]] = []
-        skipped = 0
-        for batch in self._stream(table, [CONTENT_KEY, VECTOR]):
-            lists = batch.column(VECTOR)
-            # Vectors of another size are another model's: never loaded.
-            fits = pc.fill_null(pc.equal(pc.list_value_length(lists), self._dim), False)
-            skipped += batch.num_rows - pc.sum(fits).as_py()
-            kept = batch.filter(fits)
-            if kept.num_rows:
-                values = pc.list_flatten(kept.column(VECTOR)).to_numpy(zero_copy_only=False)
-                vector_parts.append(values.astype(np.float32).reshape(-1, self._dim))
-                key_parts.append(kept.column(CONTENT_KEY))
-        keys = _as_keys(key_parts)
-        vectors = (
-            np.concatenate(vector_parts)
-            if vector_parts
-            else np.zeros((0, self._dim), dtype=np.float32)
-        )
-        order = np.argsort(keys, kind="stable")
-        logger.info(
-            "chunk vectors: loaded %d vectors (%.0f MB)%s in %.2fs",
-            len(keys),
-            vectors.nbytes / 1e6,
-            f", {skipped} of another size skipped" if skipped else "",
-            time.monotonic() - started,
-        )
-        return keys[order], vectors[order]
+        return spilled
 
 
 def _as_keys(parts: Sequence[pa.Array | pa.ChunkedArray]) -> npt.NDArray[np.bytes_]:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from semantic_text_splitter import TextSplitter
 
 from app.core.catalog import Product, payload_fields
+from app.store import hybrid
 from app.store.base import COUNT_FIELD
-from app.store.hybrid import SPARSE_FORMAT
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -25,10 +25,16 @@ if TYPE_CHECKING:
 _POINT_NAMESPACE = uuid.UUID("6f1c1f0e-8a55-4f3a-9a63-3d0f1c2b7e11")
 # Bump when the chunk text's composition changes: every id changes, so a full resync.
 CHUNK_FORMAT = "v2-name-header"
+# Bump when what a content key hashes changes (k2: model and text, not the BM25 format).
+KEY_FORMAT = "k2-model-text"
+# The payload field naming the BM25 format a chunk's sparse vector was written in: a chunk
+# kept across a format change has its sparse vector rewritten in place, not re-embedded.
+SPARSE_FIELD = "sparse_format"
 # Bump when the chunk payload gains or changes a field: the next cycle is a full one, which
 # re-embeds nothing (ids are content keys) and writes the new fields into every chunk.
-# p2: `chunk_count`, so a search knows a product's group is complete without asking.
-PAYLOAD_FORMAT = "p2-chunk-count"
+# p2: `chunk_count`, so a search knows a product's group is complete without asking;
+# p3: the shoppers' signals (impressions ... ctr), written by spark_jobs.product_signals.
+PAYLOAD_FORMAT = "p3-signals"
 # Smallest room left for description text once the header is counted.
 _MIN_BODY_TOKENS = 32
 
@@ -56,6 +62,7 @@ class ProductChunk:
             "text": self.text,
             **self.position,
             **payload_fields(product),
+            **sparse_marker(),
         }
 
 
@@ -77,13 +84,14 @@ class ProductChunker:
 
         The model id names the vector space, encoder included (`all-MiniLM-L6-v2+int8` for
         the int8 ONNX engine, app.embedding.choice), so switching encoders re-embeds; the
-        sparse format names the BM25 representation written with each chunk; the payload
-        format changes no id (the full cycle it causes only writes payloads).
+        sparse format and the payload format change no id: the full cycle they cause
+        rewrites sparse vectors or payloads in place and embeds nothing.
         """
         parts = (
             CHUNK_FORMAT,
+            KEY_FORMAT,
             self._model_id,
-            SPARSE_FORMAT,
+            hybrid.SPARSE_FORMAT,
             self.max_tokens,
             self.overlap_tokens,
             PAYLOAD_FORMAT,
@@ -137,10 +145,15 @@ class ProductChunker:
 def chunk_hash(model_id: str, text: str) -> str:
     """A chunk's content key: its text in one vector space (the model id names the encoder).
 
-    Equal keys mean interchangeable vectors, which is what lets the sync load a vector the
-    Spark job made (app/sync/chunk_vectors.py). The BM25 format is in the key too: a point
-    holds both vectors, and one written under another tokenisation must be rewritten, not
-    kept as "unchanged".
+    What the dense vector depends on, and nothing else: equal keys mean interchangeable
+    vectors, which is what lets the sync load a vector the Spark job made
+    (app/sync/chunk_vectors.py). The sparse vector depends on the BM25 format only, kept
+    in the payload (`SPARSE_FIELD`): a format change rewrites it without touching the key.
     """
-    key = f"{model_id}\x1f{SPARSE_FORMAT}\x1f{text}"
+    key = f"{model_id}\x1f{text}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def sparse_marker() -> dict[str, str]:
+    """The payload field that says which BM25 format a chunk's sparse vector is in."""
+    return {SPARSE_FIELD: hybrid.SPARSE_FORMAT}

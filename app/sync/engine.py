@@ -28,12 +28,12 @@ from app.core.catalog import Product
 from app.core.config import Settings
 from app.core.errors import RecommenderError
 from app.embedding import Embedder
-from app.store.base import GROUP_FIELD, VectorStore
+from app.store.base import GROUP_FIELD, StoreFencedError, VectorStore
 from app.sync.apply import ApplyCounts, ChunkApplier, group_by_product
 from app.sync.chunk_vectors import ChunkVectorSource
 from app.sync.chunking import ProductChunker
 from app.sync.hudi_source import TableSnapshot, WindowChanges
-from app.sync.lease import LeaseHeldError, SyncLease
+from app.sync.lease import LeaseHeldError, LeaseLostError, SyncLease
 from app.sync.lock import SyncLock
 from app.sync.progress import Progress
 from app.sync.removals import scan_removals
@@ -181,6 +181,10 @@ class SyncEngine:
             with self._held():
                 try:
                     report = self._cycle(full=full)
+                except StoreFencedError as e:
+                    self.totals.failures += 1
+                    self.totals.last_error = f"LeaseLostError: {e}"
+                    raise LeaseLostError(f"a write was refused by the lease's fence: {e}") from e
                 except Exception as e:
                     self.totals.failures += 1
                     self.totals.last_error = f"{type(e).__name__}: {e}"
@@ -261,11 +265,10 @@ class SyncEngine:
                     unindexed=self._unindexed,
                 ).to_dict()
             )
-        self.vectors.release()
         report.seconds = time.monotonic() - started
         logger.info(
             "sync %s (%s, %s]: rows %d, embedded %d, loaded %d, skipped %d, deleted %d, "
-            "payload %d in %.2fs%s",
+            "payload %d, sparse %d in %.2fs%s",
             report.mode,
             report.start,
             report.end,
@@ -275,6 +278,7 @@ class SyncEngine:
             report.skipped,
             report.deleted,
             report.payload_updates,
+            report.sparse_rewrites,
             report.seconds,
             f" ({report.reason})" if report.reason else "",
         )
@@ -372,9 +376,20 @@ class SyncEngine:
         return self._stored_product_ids() - table.read_keys()
 
     def _apply(self, batch: list[Product], held: list[int]) -> ApplyCounts:
+        started = time.monotonic()
         existing = group_by_product(self.store.chunks_for_products(held)) if held else {}
         counts = self.applier.apply(batch, existing)
         self._unindexed += counts.embedded + counts.loaded
+        took = time.monotonic() - started
+        if self.lease is not None and took > self.lease.seconds / 2:
+            # Renewed between batches only: a batch past 2/3 of the lease can lose it.
+            logger.warning(
+                "sync batch of %d products took %.1fs, over half the %.0fs lease: "
+                "a slower one would lose the lease mid-batch (raise SYNC_LEASE_SECONDS)",
+                len(batch),
+                took,
+                self.lease.seconds,
+            )
         return counts
 
     def _build_index(self, report: CycleReport, after: int) -> None:
@@ -411,5 +426,6 @@ class SyncEngine:
         report.loaded = counts.loaded
         report.skipped = counts.skipped
         report.payload_updates = counts.payload_updates
+        report.sparse_rewrites = counts.sparse_rewrites
         report.deleted = counts.deleted
         return report

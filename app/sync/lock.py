@@ -33,8 +33,9 @@ class SyncLock:
     @classmethod
     def for_settings(cls, settings: Settings) -> SyncLock | None:
         """None for an in-memory store: it is private to its process, nothing to share."""
-        if settings.qdrant_url:
-            location = settings.qdrant_url.strip().rstrip("/").lower()
+        if settings.qdrant_urls:
+            # A cluster is one location however its nodes are listed.
+            location = ",".join(sorted(u.rstrip("/").lower() for u in settings.qdrant_urls))
         elif settings.qdrant_path == ":memory:":
             return None
         else:

@@ -62,6 +62,7 @@ class CycleReport:
     loaded: int = 0  # new chunks whose vector came from VECTORS_TABLE_PATH (not embedded)
     skipped: int = 0
     payload_updates: int = 0
+    sparse_rewrites: int = 0  # kept chunks whose BM25 vector was rewritten (a format change)
     deleted: int = 0
     key_reconciliation: bool = False  # every table key vs every stored id was compared
     removal_scan: RemovalScanKind = "none"

@@ -8,7 +8,7 @@ from typing import Any
 from app.core.catalog import payload_fields
 from app.core.config import Settings
 from app.store.base import GROUP_FIELD, VectorStore
-from app.sync.chunking import ProductChunker
+from app.sync.chunking import ProductChunker, sparse_marker
 from app.sync.hudi_source import TableSnapshot
 from app.sync.state import SyncCheckpoint
 
@@ -37,8 +37,9 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
     """Compare the store with the table snapshot at the stored checkpoint.
 
     missing: chunks of the snapshot that the store lacks; stale: stored chunks of a current
-    product that are not its current chunks, carry outdated fields (e.g. old price) or
-    lack their BM25 vector (hybrid search would miss them on keywords);
+    product that are not its current chunks, carry outdated fields (e.g. old price), lack
+    their BM25 vector (hybrid search would miss them on keywords) or hold it in another
+    BM25 format than the current one;
     extra: stored chunks of products that are not in the snapshot (deleted).
 
     A store that was never synced is compared with the table's latest snapshot: an empty
@@ -63,7 +64,7 @@ def mirror_verify(settings: Settings, store: VectorStore, chunker: ProductChunke
             products.add(product.id)
             fields = payload_fields(product)
             for chunk in chunker.chunk(product):
-                expected[chunk.point_id] = {**fields, **chunk.position}
+                expected[chunk.point_id] = {**fields, **chunk.position, **sparse_marker()}
         expected_chunks += len(expected)
         for held in store.chunks_for_products([p.id for p in batch]):
             want = expected.pop(held.id, None)

@@ -23,7 +23,7 @@ from app.api.conversation import ConversationCodec
 from app.core.catalog import Product
 from app.core.config import Settings
 from app.embedding import Embedder
-from app.query.followup import ConversationState, ShownProduct
+from app.query.turn import ConversationState, ShownProduct
 from tests.demo_index import write_shard
 from tests.live_server import ServerThread
 from tests.openai_stub import OpenAIStub
@@ -208,14 +208,26 @@ def _tampered(token: str) -> str:
         (lambda t: t.split(".")[0], "malformed token"),
         (lambda t: "x" * 5000, "at most 4096 characters"),
         (lambda t: "", "at least 1 character"),
+        # Issue 34: a non-ASCII state part was a 500 (encoded for the HMAC unchecked).
+        (lambda t: "é.AAAA", "character '\\xe9' at position 0"),
+        (lambda t: "é" + t[1:], "character '\\xe9' at position 0"),
+        (lambda t: "AAAA.AAAé", "character '\\xe9' at position 8"),
+        (lambda t: "\ud83d." + t.split(".")[1], "conversation: Input should be a valid string"),
+        (lambda t: t.replace(".", ".."), "expected <state>.<signature>"),
+        (lambda t: t + "." + t, "expected <state>.<signature>"),
+        (lambda t: "é" * 5000, "at most 4096 characters"),
     ],
 )
 def test_a_tampered_or_malformed_token_is_a_422(
     client: httpx.Client, first: dict[str, Any], make: Any, reason: str
 ) -> None:
-    r = client.post(
-        "/recommend", json={"query": "cheaper", "conversation": make(first["conversation"])}
+    body = json.dumps(
+        {"query": "cheaper", "conversation": make(first["conversation"])}, ensure_ascii=False
     )
+    # A lone surrogate cannot be UTF-8 (httpx refuses it): its JSON escape "\\ud83d" is what
+    # a client sends, and pydantic's parser refuses that (the codec's check: unit tests).
+    raw = body.encode("utf-8", "backslashreplace")
+    r = client.post("/recommend", content=raw, headers={"content-type": "application/json"})
     assert r.status_code == 422, r.text
     assert reason in r.json()["detail"]
 

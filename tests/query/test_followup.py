@@ -10,13 +10,8 @@ from __future__ import annotations
 import pytest
 
 from app.query import OfflineQueryParser, plan_filters
-from app.query.followup import (
-    ConversationState,
-    FollowUpError,
-    FollowUpReader,
-    ShownProduct,
-    Turn,
-)
+from app.query.followup import FollowUpError, FollowUpReader
+from app.query.turn import ConversationState, ShownProduct, Turn
 from app.query.types import Constraint, FilterField
 from app.store import SearchFilter
 

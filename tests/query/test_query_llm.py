@@ -141,3 +141,46 @@ def test_query_parser_llm_is_wired_from_settings(openai_stub: OpenAIStub, embedd
     offline = build_query_understanding(settings.model_copy(update={"openai_api_key": None}), store)
     assert offline.llm is None
     store.close()
+
+
+# Issue 34: with QUERY_PARSER=llm, a model that left out the budget dropped the rules' too.
+@pytest.mark.parametrize(
+    ("query", "rules"),
+    [
+        (QUERY, {"max_price": 50.0}),
+        ("cheap yoga mat, budget $30", {"max_price": 30.0, "price_preference": "low"}),
+        ("a tent for 4 people from 120 to 200 dollars", {"min_price": 120.0, "max_price": 200.0}),
+    ],
+)
+def test_the_model_adds_constraints_and_never_drops_the_rules(
+    openai_stub: OpenAIStub, query: str, rules: dict[str, object]
+) -> None:
+    offline = OfflineQueryParser().parse(query, CATEGORIES)
+    assert as_dict(offline) == rules
+    # The model hears only a category, and searches for the query with its price words.
+    openai_stub.respond(
+        answer(
+            search_text=query,
+            min_price=None,
+            max_price=None,
+            prefer_low_price=False,
+            category="outdoor",
+        )
+    )
+    ok_before = parses("llm_ok")
+    parsed = run_parse(openai_stub, query)
+    assert parses("llm_ok") == ok_before + 1
+    assert parsed.parser == "llm"
+    assert as_dict(parsed) == {"category": "outdoor", **rules}
+    # The rules' constraints keep the words they were heard in, and the text without them.
+    assert [c for c in parsed.constraints if c.field != "category"] == list(offline.constraints)
+    assert parsed.search_text == offline.search_text
+
+
+def test_a_model_that_contradicts_the_rules_bound_is_rejected(openai_stub: OpenAIStub) -> None:
+    query = "a 100 mm lens under 60 dollars"
+    openai_stub.respond(answer(search_text="lens", min_price=100, max_price=None, category=None))
+    rejected_before = parses("llm_rejected")
+    parsed = run_parse(openai_stub, query)
+    assert parses("llm_rejected") == rejected_before + 1
+    assert parsed.parser == "offline" and as_dict(parsed) == {"max_price": 60.0}

@@ -12,6 +12,7 @@ from app.eval.index import build_chunk_index
 from app.query import FilterPlan, constrained_retrieve
 from app.retrieval import Retriever, chunk_body
 from app.store import SearchFilter
+from app.store.hybrid import FusionSpec
 
 
 def test_chunk_body_drops_the_header_line_only() -> None:
@@ -63,13 +64,11 @@ def test_retrieve_groups_filters_and_thresholds(embedder: Any) -> None:
 
 
 def test_the_relevance_floor_cuts_the_fused_score_bm25_matches_included(embedder: Any) -> None:
-    # Without feedback, so the cosine part is the query's own (tests/store checks feedback).
-    settings = Settings(
-        qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8, feedback_weight=0
-    )
-    assert settings.retrieval_mode == "hybrid" and settings.fusion == "relevance"
+    settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
     store = build_chunk_index(_products(), settings, embedder)
     hybrid = Retriever(embedder, store, settings)
+    # The service's fusion, without feedback: the cosine part is the query's own.
+    assert settings.retrieval_mode == "hybrid" and hybrid.fusion == FusionSpec(lexical_weight=0.4)
     hits = hybrid.retrieve("headphones for swimming", top_k=2)
     assert [h.id for h in hits] == [3, 1]
     dense = Retriever(embedder, store, settings.model_copy(update={"retrieval_mode": "dense"}))

@@ -1,4 +1,5 @@
-"""The Spark embed job against the sync: same vectors, loaded instead of embedded.
+"""The Spark embed job against the sync: same vectors, loaded instead of embedded; a
+second run after an edit embeds the new texts only and drops the vectors no chunk uses.
 
 One table of 31 products (ten with long descriptions of several chunks each at the
 harness's 64-token chunks, one repeating another's text), embedded once by
@@ -88,6 +89,7 @@ def test_job_vectors_equal_the_syncs_own(embedded: Embedded, tmp_path: Path) -> 
     assert h.store.count() > len(chunks) > 50  # product 31 repeats product 3's chunks
     result = embedded.result
     assert (result.chunks, result.embedded, result.present) == (len(chunks), len(chunks), 0)
+    assert result.dropped == 0
     assert result.engines == {embedded.embedder.model_id: len(chunks)}
     assert result.vectors_path == f"{embedded.table}_chunk_vectors"
 
@@ -126,3 +128,27 @@ def test_bootstrap_after_the_job_embeds_nothing_and_an_edit_is_embedded(
     cycle = h.cycle()
     assert (cycle.mode, cycle.embedded, cycle.loaded) == ("incremental", len(new), 0)
     h.assert_mirror()
+
+    # The job again: the edit's chunks are embedded, the old texts' vectors dropped, and
+    # the table holds exactly the live chunks' vectors.
+    rows = [edited if r["id"] == edited["id"] else r for r in embedded.rows]
+    live = {c.chunk_hash for r in rows for c in h.engine.chunker.chunk(Product.from_row(r))}
+    old = {c.chunk_hash for c in h.engine.chunker.chunk(Product.from_row(embedded.rows[5]))}
+    settings = Settings(
+        hudi_table_path=str(embedded.table), max_chunk_tokens=64, chunk_overlap_tokens=8
+    )
+    again = embed_table(spark, str(embedded.table), config_from(settings, ENCODER), partitions=1)
+    assert (again.chunks, again.embedded) == (len(live), len(live - embedded_keys(embedded)))
+    assert again.dropped == len(old - live) > 0
+    source = ChunkVectorSource(settings, embedded.embedder.dim)
+    source.start_cycle()
+    assert sorted(source.lookup(sorted(live | old))) == sorted(live)
+    source.release()
+
+
+def embedded_keys(embedded: Embedded) -> set[str]:
+    """The content keys the first job run wrote (every chunk of the first rows)."""
+    h = make_harness(embedded.table, embedded.embedder)
+    return {
+        c.chunk_hash for r in embedded.rows for c in h.engine.chunker.chunk(Product.from_row(r))
+    }

@@ -130,6 +130,7 @@ def _kill_mid_commit(table: Path, argv: list[str], seconds: float = 600) -> None
     proc = subprocess.Popen(
         [sys.executable, "-m", "spark_jobs.ingest", *argv],
         cwd=ROOT,
+        env={**os.environ, "SPARK_CHECKPOINT_DIR": str(table.parent / "spark-checkpoints")},
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -315,8 +315,23 @@ def test_the_schema_is_derived_from_product() -> None:
         ("category", "STRING"),
         ("brand", "STRING"),
         ("price", "DOUBLE"),
+        ("impressions", "DOUBLE"),
+        ("clicks", "DOUBLE"),
+        ("add_to_carts", "DOUBLE"),
+        ("purchases", "DOUBLE"),
+        ("ctr", "DOUBLE"),
     )
-    assert PAYLOAD_COLUMNS == ("name", "category", "brand", "price")
+    assert PAYLOAD_COLUMNS == (
+        "name",
+        "category",
+        "brand",
+        "price",
+        "impressions",
+        "clicks",
+        "add_to_carts",
+        "purchases",
+        "ctr",
+    )
     row = {"id": 3, "ts": None, "name": "Lamp", "description": None, "price": 2}
     assert Product.from_row(row) == Product(3, 0, "Lamp", "", None, None, 2.0)
 
@@ -337,4 +352,4 @@ def test_adding_a_column_is_one_edit() -> None:
     assert schema["colour"] == StructField("colour", StringType(), nullable=True)
     assert columns_of(WithColour)["colour"].aliases == ("color",)
     row = {"id": 1, "ts": 5, "name": "Mug", "price": None, "colour": "teal"}
-    assert WithColour.from_row(row) == WithColour(1, 5, "Mug", "", None, None, None, "teal")
+    assert WithColour.from_row(row) == WithColour(1, 5, "Mug", "", None, None, None, colour="teal")

@@ -147,7 +147,13 @@ def test_two_syncers_one_server_one_bootstraps_then_the_other_takes_over(
             syncers,
         )
         # The chunks are searchable a moment before the cycle logs its report.
-        wait_for("the takeover's cycle report", other.cycles, 30, syncers)
+        # (A takeover before the upsert logs no-op cycles first: wait for the one that read it.)
+        wait_for(
+            "the takeover's cycle report",
+            lambda: [m for m, _ in other.cycles() if m == "incremental"],
+            30,
+            syncers,
+        )
         taken = LeaseState.from_payload(store.read_lease())
         assert taken is not None and f":{other.proc.pid}:" in taken.holder
         # Not before the dead holder's lease ran out (the log gives the first expiry it set,

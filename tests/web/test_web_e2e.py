@@ -441,3 +441,25 @@ def test_the_answer_streams_in_and_a_follow_up_keeps_the_first_turn_visible(
     ask(page, "a lantern for camping")
     assert json.loads(sent[-1].post_data or "") == {"query": "a lantern for camping"}
     expect(page.locator("#thread .turn")).to_have_count(0)
+
+
+def test_opening_a_product_sends_a_click_on_its_answer(browser: Browser, site: str) -> None:
+    page = open_page(browser, site)
+    with page.expect_response("**/recommend") as answered:
+        page.fill("#query", "noise cancelling headphones for the train")
+        page.click("#submit")
+    stream = answered.value.text()  # the page streams: `done` carries the JSON answer
+    answer = json.loads(stream.split("event: done\ndata: ", 1)[1].split("\n", 1)[0])
+    expect(page.locator("#submit")).to_be_enabled()
+    first = page.locator(".card .card__open").first
+    with page.expect_response("**/events") as sent:
+        first.click()
+    assert sent.value.status == 202
+    body = sent.value.request.post_data_json
+    assert body is not None
+    click = body["events"][0]
+    assert click == {
+        "type": "click",
+        "product_id": answer["products"][0]["id"],
+        "recommendation_id": answer["recommendation_id"],
+    }

@@ -24,6 +24,7 @@ from app.api.deps import (
     RetrievalGateDep,
     RetrieverDep,
     SettingsDep,
+    ShopEventsDep,
     UnderstandingDep,
     run_retrieval,
 )
@@ -37,10 +38,13 @@ from app.api.schemas import (
 )
 from app.api.streaming import EVENT_STREAM, event_stream, wants_event_stream
 from app.core.config import Settings
+from app.events.shop import ShopEvents, Shown
 from app.llm import Recommendation
 from app.llm.extractive import extractive_recommendation
 from app.query import FilterPlan, ParsedQuery, QueryUnderstanding, SearchOutcome, plan_filters
-from app.query.followup import FollowUpError, next_state, retrieve_turn
+from app.query.followup import FollowUpError
+from app.query.search import search_turn
+from app.query.turn import next_state
 from app.retrieval import Retriever
 
 logger = logging.getLogger(__name__)
@@ -59,6 +63,7 @@ class _Searched:
     outcome: SearchOutcome
     conversation: str
     follow_up: bool
+    recommendation_id: str
 
     def question(self, query: str) -> str:
         """What the written answer answers: a follow-up's own words ("cheaper") alone would
@@ -70,6 +75,7 @@ class _Searched:
     def response_fields(self) -> dict[str, object]:
         return {
             "conversation": self.conversation,
+            "recommendation_id": self.recommendation_id,
             "search_text": self.parsed.search_text,
             "query_parser": self.parsed.parser,
             "filters_applied": [FilterApplied.of(f) for f in self.plan.applied],
@@ -86,6 +92,7 @@ async def _search(
     settings: Settings,
     gate: RetrievalGate,
     conversations: ConversationCodec,
+    events: ShopEvents,
 ) -> _Searched:
     # Limits that come from settings cannot live in the static request model.
     if len(body.query) > settings.max_query_chars:
@@ -111,9 +118,19 @@ async def _search(
         understanding.currency_symbol,
         turn.carried,
     )
-    outcome = await run_retrieval(gate, "retrieval", retrieve_turn, retriever, turn, top_k, plan)
+    outcome = await run_retrieval(
+        gate, "retrieval", search_turn, retriever, turn.parsed.search_text, turn.like, top_k, plan
+    )
     conversation = conversations.issue(next_state(turn, plan, outcome))
-    return _Searched(turn.parsed, plan, outcome, conversation, turn.follow_up)
+    rid = events.impression(
+        query=body.query,
+        search_text=turn.parsed.search_text,
+        filters=[{"field": f.field, "value": f.value, "source": f.source} for f in plan.applied],
+        shown=[Shown(p.id, p.score) for p in outcome.products],
+        conversation=conversation,
+        follows=body.conversation,
+    )
+    return _Searched(turn.parsed, plan, outcome, conversation, turn.follow_up, rid)
 
 
 def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
@@ -164,10 +181,18 @@ async def recommend(
     settings: SettingsDep,
     gate: RetrievalGateDep,
     conversations: ConversationsDep,
-    accept: Annotated[str | None, Header()] = None,
+    events: ShopEventsDep,
+    accept: Annotated[
+        str | None,
+        Header(
+            description="`text/event-stream` streams the answer as server-sent events "
+            "(docs/http-api.md); anything else answers JSON.",
+            examples=["application/json", EVENT_STREAM],
+        ),
+    ] = None,
 ) -> RecommendResponse | Response:
     """Recommend products for a plain-language request, with a short written answer."""
-    searched = await _search(body, retriever, understanding, settings, gate, conversations)
+    searched = await _search(body, retriever, understanding, settings, gate, conversations, events)
     offered = searched.outcome.offered
     question = searched.question(body.query)
     if wants_event_stream(accept):
@@ -191,7 +216,8 @@ async def search(
     settings: SettingsDep,
     gate: RetrievalGateDep,
     conversations: ConversationsDep,
+    events: ShopEventsDep,
 ) -> SearchResponse:
     """Retrieval only: the products /recommend would use, without the written answer."""
-    searched = await _search(body, retriever, understanding, settings, gate, conversations)
+    searched = await _search(body, retriever, understanding, settings, gate, conversations, events)
     return SearchResponse(query=body.query, **searched.response_fields())

@@ -35,6 +35,7 @@ def sync_status(engine: SyncEngine, *, running_in_process: bool) -> dict[str, An
         "lease": {
             "holder": lease.holder,
             "until": lease.until,
+            "epoch": lease.epoch,
             "held_here": engine.lease is not None and lease.holder == engine.lease.holder,
         }
         if lease is not None

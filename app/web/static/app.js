@@ -270,7 +270,20 @@
     }
   }
 
-  function productCard(product, rank, outside) {
+  // A shopper opening a product is a click on the answer that showed it (POST /events);
+  // best effort: the page never waits for it or shows its failure.
+  function recordClick(productId, recommendationId) {
+    if (!recommendationId) return;
+    const event = { type: "click", product_id: productId, recommendation_id: recommendationId };
+    fetch("/events", {
+      method: "POST",
+      keepalive: true,
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ events: [event] }),
+    }).catch(() => {});
+  }
+
+  function productCard(product, rank, outside, recommendationId) {
     const card = el("li", "card");
     card.id = `product-${product.id}`;
     card.dataset.productId = String(product.id);
@@ -281,7 +294,15 @@
     if (outside) meta.append(el("span", "pill pill--outside", "Outside your price range"));
     card.append(meta);
 
-    card.append(el("h3", "card__name", product.name));
+    const title = el("h3", "card__name");
+    const open = el("a", "card__open", product.name);
+    open.href = `#product-${encodeURIComponent(product.id)}`;
+    open.addEventListener("click", () => {
+      card.classList.add("card--opened");
+      recordClick(product.id, recommendationId);
+    });
+    title.append(open);
+    card.append(title);
     if (product.brand) card.append(el("p", "card__brand", `by ${product.brand}`));
     const price = typeof product.price === "number" ? PRICE.format(product.price) : "Price on request";
     card.append(el("p", "card__price", price));
@@ -309,7 +330,9 @@
     renderApplied(data);
     const closest = Array.isArray(data.closest_outside_filters) ? data.closest_outside_filters : [];
     productsList.replaceChildren(
-      ...[...products, ...closest].map((p, i) => productCard(p, i + 1, Boolean(p.outside_filters))),
+      ...[...products, ...closest].map((p, i) =>
+        productCard(p, i + 1, Boolean(p.outside_filters), data.recommendation_id),
+      ),
     );
     productsHead.hidden = products.length === 0;
     productsCount.textContent = `(${products.length})`;

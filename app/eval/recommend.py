@@ -1,0 +1,119 @@
+"""What shoppers get: the `/recommend` path scored on judged queries, and the cut judged apart.
+
+Each query runs as the route runs it (app.api.routes.recommend -> app.query): the offline
+query understanding, `plan_filters`, then `constrained_retrieve`: the ranking (the fused
+one, or the learned ranker's when the retriever has one) and the relevance cut. The
+ranking is scored with the cut off (a top-`depth` list, condensed nDCG@k, as the
+baselines are measured); the cut is judged apart on a top-k request: the share of the
+judged-relevant and of the judged-irrelevant products in the uncut top k that the cut
+removes.
+
+Relevant means a grade of at least half the set's top grade (app.learn.ranker explains
+the choice for both dev sets); the demo set's 0-3 grades read the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from app.eval.data import EvalQuery
+from app.eval.ndcg import condensed_ndcg_at_k
+from app.query import OfflineQueryParser, plan_filters
+from app.query.search import constrained_retrieve
+from app.retrieval import Retriever
+
+logger = logging.getLogger(__name__)
+
+
+def relevant_grade(qrels: Mapping[str, Mapping[int, float]]) -> float:
+    """The lowest grade that counts as relevant: half the set's top grade."""
+    return max((g for grades in qrels.values() for g in grades.values()), default=0.0) / 2
+
+
+@dataclass
+class CutEffect:
+    """Judged products in the uncut top k, and how many of each kind the cut removed."""
+
+    relevant: int = 0
+    relevant_removed: int = 0
+    irrelevant: int = 0
+    irrelevant_removed: int = 0
+
+    @property
+    def relevant_share(self) -> float:
+        return self.relevant_removed / self.relevant if self.relevant else 0.0
+
+    @property
+    def irrelevant_share(self) -> float:
+        return self.irrelevant_removed / self.irrelevant if self.irrelevant else 0.0
+
+
+# With a ranker, the cut at these RANKER_MIN_PROBABILITY values too (read off the uncut
+# list's probabilities: no extra searches), to choose the setting.
+PROBABILITY_GRID = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+
+
+@dataclass
+class RecommendReport:
+    k: int
+    depth: int
+    per_query: dict[str, float] = field(default_factory=dict)
+    cut: CutEffect = field(default_factory=CutEffect)
+    # min probability -> the cut's effect there (with a ranker only)
+    grid: dict[float, CutEffect] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.per_query.values()) if self.per_query else 0.0
+
+
+def _count(effect: CutEffect, relevant: bool, removed: bool) -> None:
+    if relevant:
+        effect.relevant += 1
+        effect.relevant_removed += removed
+    else:
+        effect.irrelevant += 1
+        effect.irrelevant_removed += removed
+
+
+def evaluate_recommend(
+    queries: Sequence[EvalQuery],
+    qrels: Mapping[str, Mapping[int, float]],
+    retriever: Retriever,
+    categories: Collection[str],
+    *,
+    k: int = 10,
+    depth: int = 100,
+) -> RecommendReport:
+    """Condensed nDCG@k of the `/recommend` ranking (cut off) and the cut's effect."""
+    report = RecommendReport(k=k, depth=depth)
+    parser = OfflineQueryParser()
+    relevant = relevant_grade(qrels)
+    started = time.perf_counter()
+    judged = [(q, qrels[q.qid]) for q in queries if qrels.get(q.qid)]
+    for n, (q, grades) in enumerate(judged, start=1):
+        parsed = parser.parse(q.query, categories)
+        plan = plan_filters(parsed, None)
+        text = parsed.search_text
+        ranked = constrained_retrieve(retriever, text, depth, plan, margin=math.inf).products
+        report.per_query[q.qid] = condensed_ndcg_at_k([p.id for p in ranked], grades, k)
+        uncut = constrained_retrieve(retriever, text, k, plan, margin=math.inf).products
+        kept = {p.id for p in constrained_retrieve(retriever, text, k, plan).products}
+        for p in uncut:
+            grade = grades.get(p.id)
+            if grade is None:
+                continue
+            _count(report.cut, grade >= relevant, p.id not in kept)
+            if retriever.ranks_by_probability:
+                for t in PROBABILITY_GRID:
+                    _count(report.grid.setdefault(t, CutEffect()), grade >= relevant, p.score < t)
+        if n % 500 == 0:
+            logger.info("eval recommend: %d/%d queries", n, len(judged))
+    report.seconds = time.perf_counter() - started
+    return report

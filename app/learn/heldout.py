@@ -1,0 +1,165 @@
+"""Score an encoder's rankings of judged queries, per fold.
+
+Two measures (`python -m app.learn --measure`):
+- `catalog` (default), app.eval's machinery: the whole catalog indexed the way the sync
+  indexes it (app.eval.index) with the encoder's document engine as the service would pick
+  it (int8 ONNX on a VNNI CPU), every query through the service's retriever twice: `dense`
+  (the encoder alone) and `service` (RETRIEVAL_MODE, by default the relevance fusion with
+  BM25). Condensed nDCG@10 over the top 100, threshold 0 (the ranking itself, as
+  DESIGN.md's quality table is measured).
+- `judged`, dense only and a fraction of the cost: each query's judged products ranked
+  by their best chunk's cosine. That is the whole catalog's dense ranking condensed (a
+  product's cosine does not depend on the others), without the top-100 cut; only the
+  chunks of judged products are embedded (Home Depot: ~6 per query, not 54,667).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from app.core.config import Settings
+from app.embedding import Embedder
+from app.eval.index import build_chunk_index, chunker_for
+from app.eval.ndcg import condensed_ndcg_at_k
+from app.eval.vector_cache import CachedEmbedder
+from app.learn.judgments import Folds, Judgments
+from app.retrieval import Retriever
+from app.sync.progress import Progress
+
+logger = logging.getLogger(__name__)
+
+MODES = ("dense", "service")
+Measure = Literal["catalog", "judged"]
+DEPTH = 100
+K = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """mode -> qid -> condensed nDCG@10, for the queries that were run."""
+
+    per_query: dict[str, dict[str, float]]
+
+    def fold_means(self, folds: Folds, fold: int) -> dict[str, float]:
+        qids = folds.qids(fold)
+        return {
+            mode: round(statistics.fmean(v for q, v in scores.items() if q in qids), 4)
+            for mode, scores in self.per_query.items()
+            if any(q in qids for q in scores)
+        }
+
+
+def score_queries(
+    judgments: Judgments,
+    qids: Iterable[str],
+    embedder: Embedder,
+    settings: Settings,
+    cache_dir: Path | None,
+    label: str,
+) -> Scores:
+    """Index the catalog with `embedder` and score the queries `qids` in both modes.
+
+    `cache_dir`: dense vectors kept by model id and text (app.eval.vector_cache), so the
+    base encoder's catalog is embedded once per machine; None embeds afresh.
+    """
+    wanted = set(qids)
+    queries = [q for q in judgments.queries if q.qid in wanted]
+    engine = _cached(embedder, cache_dir)
+    ranking = settings.model_copy(update={"similarity_threshold": 0.0})
+    per_query: dict[str, dict[str, float]] = {mode: {} for mode in MODES}
+    with tempfile.TemporaryDirectory(prefix="learn-index-") as folder:
+        try:
+            store = build_chunk_index(judgments.products, ranking, engine, path=folder)
+        finally:
+            if isinstance(engine, CachedEmbedder):
+                engine.save()
+        try:
+            retrievers = {
+                "dense": Retriever(
+                    engine, store, ranking.model_copy(update={"retrieval_mode": "dense"})
+                ),
+                "service": Retriever(engine, store, ranking),
+            }
+            progress = Progress(logger, f"{label}: held-out queries", len(queries) * len(MODES))
+            for mode, retriever in retrievers.items():
+                for q in queries:
+                    ranked = [p.id for p in retriever.retrieve(q.query, top_k=DEPTH)]
+                    per_query[mode][q.qid] = condensed_ndcg_at_k(ranked, judgments.qrels[q.qid], K)
+                    progress.advance(1)
+        finally:
+            store.close()
+    return Scores(per_query)
+
+
+def score_judged(
+    judgments: Judgments,
+    qids: Iterable[str],
+    embedder: Embedder,
+    settings: Settings,
+    cache_dir: Path | None,
+    label: str,
+) -> Scores:
+    """Dense only: each query's judged products ranked by their best chunk's cosine."""
+    wanted = set(qids)
+    queries = [q for q in judgments.queries if q.qid in wanted]
+    by_id = {p.id: p for p in judgments.products}
+    pids = sorted({p for q in queries for p in judgments.qrels[q.qid] if p in by_id})
+    chunker = chunker_for(settings, embedder)
+    owners, texts = [], []
+    for pid in pids:
+        for chunk in chunker.chunk(by_id[pid]):
+            owners.append(pid)
+            texts.append(chunk.text)
+    engine = _cached(embedder, cache_dir)
+    progress = Progress(logger, f"{label}: judged products' chunks", len(texts))
+    parts = []
+    try:
+        for start in range(0, len(texts), 1024):
+            parts.append(engine.embed(texts[start : start + 1024]))
+            progress.advance(len(parts[-1]))
+        queries_v = engine.embed([q.query for q in queries])
+    finally:
+        if isinstance(engine, CachedEmbedder):
+            engine.save()
+    chunks_v = np.concatenate(parts) if parts else np.zeros((0, engine.dim), np.float32)
+    rows: dict[int, list[int]] = {}
+    for row, pid in enumerate(owners):
+        rows.setdefault(pid, []).append(row)
+    scores: dict[str, float] = {}
+    for q, vector in zip(queries, queries_v, strict=True):
+        judged = [p for p in judgments.qrels[q.qid] if p in rows]
+        best = {p: float(np.max(chunks_v[rows[p]] @ vector)) for p in judged}
+        ranked = sorted(judged, key=lambda p: (-best[p], p))
+        scores[q.qid] = condensed_ndcg_at_k(ranked, judgments.qrels[q.qid], K)
+    return Scores({"dense": scores})
+
+
+def score(
+    measure: Measure,
+    judgments: Judgments,
+    qids: Iterable[str],
+    embedder: Embedder,
+    settings: Settings,
+    cache_dir: Path | None,
+    label: str,
+) -> Scores:
+    """`score_queries` (measure "catalog") or `score_judged` (measure "judged")."""
+    run = score_queries if measure == "catalog" else score_judged
+    return run(judgments, qids, embedder, settings, cache_dir, label)
+
+
+def _cached(embedder: Embedder, cache_dir: Path | None) -> Embedder:
+    if cache_dir is None:
+        return embedder
+    engine = CachedEmbedder.wrap(embedder, cache_dir)
+    # wrap() builds a plain torch Embedder: keep the ONNX engine the service would run.
+    engine.onnx, engine.encoder = embedder.onnx, embedder.encoder
+    return engine

@@ -1,0 +1,415 @@
+"""Train the learned ranker on a judged set: LightGBM lambdarank over the retriever's own
+candidates, k-fold by query, calibrated on out-of-fold scores.
+
+    python -m app.learn.ranker --judgments DIR --out MODEL_DIR [--encoder ENC] [--folds 5]
+                               [--holdout F]
+
+Per judged query, the search runs as the service runs it: query understanding (the offline
+rules), then `Retriever.candidates` at CANDIDATE_DEPTH, then `feature_matrix`: the same code
+the service calls, so nothing differs between training and serving. Only judged candidates
+are rows (condensed nDCG compares rankings on what was judged; an unjudged product is not a
+negative). Labels are the grades; the lambdarank gain of each is 2^grade - 1, the metric's.
+
+Folds: a query's fold is a hash of its qid (`app.eval.folds`). Each fold's model is trained
+on the other folds and scores its own; the manifest reports each fold's held-out nDCG@10 of
+the ranker next to today's fusion on the same queries. The calibration (isotonic, score ->
+P(relevant)) is fitted on those out-of-fold scores, never on scores of queries a model saw.
+The saved model is then trained on every query (or every query outside `--holdout F`, so
+`python -m app.eval --model MODEL_DIR --fold F` scores it on queries it never saw).
+
+Relevant means a grade of at least half the set's top grade: Home Depot's grade is the mean
+rating - 1 on 1-3, so >= 1 is "raters leaned to relevant"; CrowdFlower's is the median on
+1-4 - 1, so >= 2 (1.5 rounded up on an integer scale) is "good" or "perfect", and "somewhat
+relevant" is not what a shopper asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from app.core.config import Settings, get_settings
+from app.core.logging import configure_logging
+from app.embedding import embedder_for
+from app.eval.data import (
+    PRODUCTS_FILE,
+    QRELS_FILE,
+    QUERIES_FILE,
+    load_products,
+    load_qrels,
+    load_queries,
+)
+from app.eval.folds import fold_of
+from app.eval.index import build_chunk_index
+from app.eval.ndcg import condensed_ndcg_at_k
+from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
+from app.learned import MANIFEST, MANIFEST_FORMAT
+from app.query import OfflineQueryParser, plan_filters
+from app.query.category import CategoryVocabulary
+from app.ranking.calibration import Calibration, fit_isotonic
+from app.ranking.features import FEATURES, feature_matrix
+from app.ranking.model import CALIBRATION_FILE, FEATURES_FILE, MODEL_FILE
+from app.retrieval import Retriever
+from app.sync.progress import Progress
+
+logger = logging.getLogger(__name__)
+
+# Candidates per query the ranker learns from: the eval's depth (condensed nDCG@10 over a
+# top-100), deeper than the service's RANKER_CANDIDATES so every judged product it could
+# meet is a row.
+CANDIDATE_DEPTH = 100
+K = 10
+# Small trees, slow learning, few rounds: ~20 features and a few thousand queries at most.
+ROUNDS = 300
+PARAMS: dict[str, Any] = {
+    "objective": "lambdarank",
+    "metric": "ndcg",
+    "eval_at": [K],
+    "learning_rate": 0.05,
+    "num_leaves": 15,
+    "min_data_in_leaf": 20,
+    "feature_fraction": 0.9,
+    "bagging_fraction": 0.8,
+    "bagging_freq": 1,
+    "lambda_l2": 1.0,
+    "num_threads": 2,
+    "deterministic": True,
+    "force_row_wise": True,
+    "verbosity": -1,
+}
+# Cut thresholds the manifest reports the trade-off of (out-of-fold, top 10).
+CUT_GRID = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRows:
+    """One query's judged candidates: features, grades, and their place in the fusion."""
+
+    qid: str
+    fold: int
+    features: npt.NDArray[np.float64]
+    grades: npt.NDArray[np.float64]
+    product_ids: list[int]
+    judged: dict[int, float]  # every judgment of the query (the nDCG's ideal)
+
+
+def collect(
+    retriever: Retriever,
+    queries: Sequence[tuple[str, str]],
+    qrels: dict[str, dict[int, float]],
+    categories: Sequence[str],
+    folds: int,
+) -> list[QueryRows]:
+    """Candidates and features per judged query, through the service's own search path."""
+    parser = OfflineQueryParser()
+    out = []
+    progress = Progress(logger, "ranker candidates", len(queries))
+    for qid, text in queries:
+        parsed = parser.parse(text, categories)
+        plan = plan_filters(parsed, None)
+        flt = None if plan.search_filter.is_empty else plan.search_filter
+        hits = retriever.candidates(parsed.search_text, CANDIDATE_DEPTH, flt)
+        matrix = feature_matrix(parsed.search_text, flt, hits)
+        judged = qrels[qid]
+        keep = [i for i, h in enumerate(hits) if h.product_id in judged]
+        out.append(
+            QueryRows(
+                qid,
+                fold_of(qid, folds),
+                matrix[keep],
+                np.array([judged[hits[i].product_id] for i in keep], dtype=np.float64),
+                [hits[i].product_id for i in keep],
+                judged,
+            )
+        )
+        progress.advance(1)
+    return out
+
+
+def _stack(rows: Sequence[QueryRows]) -> tuple[Any, Any, list[int]]:
+    x = np.vstack([r.features for r in rows]) if rows else np.zeros((0, len(FEATURES)))
+    y = np.concatenate([r.grades for r in rows]) if rows else np.zeros(0)
+    return x, y, [len(r.grades) for r in rows]
+
+
+def train_booster(rows: Sequence[QueryRows], grade_levels: list[float], seed: int) -> Any:
+    """A lambdarank booster on the queries' rows (queries with < 2 judged rows teach no
+    order and are left out)."""
+    import lightgbm as lgb
+
+    usable = [r for r in rows if len(r.grades) >= 2]
+    x, y, groups = _stack(usable)
+    labels = np.searchsorted(grade_levels, y)
+    params = {
+        **PARAMS,
+        "seed": seed,
+        "label_gain": [2.0**g - 1.0 for g in grade_levels],
+        "min_data_in_leaf": min(PARAMS["min_data_in_leaf"], max(len(y) // 50, 2)),
+    }
+    data = lgb.Dataset(x, label=labels, group=groups, feature_name=list(FEATURES))
+    return lgb.train(params, data, num_boost_round=ROUNDS)
+
+
+def _ndcg(order: Sequence[int], rows: QueryRows) -> float:
+    """Condensed nDCG@K of the query's judged candidates in `order`, against every
+    judgment (a judged product the retrieval missed counts, as in app.eval)."""
+    return condensed_ndcg_at_k([rows.product_ids[i] for i in order], rows.judged, K)
+
+
+def cut_effect(
+    rows: Sequence[QueryRows], probability: dict[str, npt.NDArray[np.float64]], relevant: float
+) -> list[dict[str, float]]:
+    """For each CUT_GRID threshold: the share of judged-relevant and judged-irrelevant
+    products in the ranker's top 10 (judged only) that the cut removes."""
+    table = []
+    for t in CUT_GRID:
+        lost = kept_rel = removed = kept_irr = 0
+        for r in rows:
+            p = probability[r.qid]
+            top = np.argsort(-p, kind="stable")[:K]
+            for i in top:
+                if r.grades[i] >= relevant:
+                    lost += p[i] < t
+                    kept_rel += p[i] >= t
+                else:
+                    removed += p[i] < t
+                    kept_irr += p[i] >= t
+        table.append(
+            {
+                "min_probability": t,
+                "relevant_removed": lost / max(lost + kept_rel, 1),
+                "irrelevant_removed": removed / max(removed + kept_irr, 1),
+            }
+        )
+    return table
+
+
+def calibration_quality(
+    calibration: Calibration, scores: npt.NDArray[np.float64], relevant: npt.NDArray[np.bool_]
+) -> dict[str, float]:
+    """Brier score, log loss and expected calibration error (10 equal-count bins) of the
+    calibrated out-of-fold probabilities, and the base rate for reference."""
+    p = np.clip(calibration(scores), 1e-6, 1 - 1e-6)
+    t = relevant.astype(np.float64)
+    order = np.argsort(p)
+    ece = 0.0
+    for part in np.array_split(order, 10):
+        if len(part):
+            ece += len(part) / len(p) * abs(float(p[part].mean() - t[part].mean()))
+    base = float(t.mean())
+    return {
+        "brier": float(np.mean((p - t) ** 2)),
+        "brier_base_rate": float(np.mean((base - t) ** 2)),
+        "log_loss": float(-np.mean(t * np.log(p) + (1 - t) * np.log(1 - p))),
+        "ece": ece,
+        "base_rate": base,
+    }
+
+
+def fit(
+    rows: Sequence[QueryRows], folds: int, seed: int, top_grade: float, holdout: int | None
+) -> tuple[Any, Calibration, dict[str, Any]]:
+    """Cross-validate, calibrate on out-of-fold scores, train the model to save."""
+    relevant = top_grade / 2
+    levels = sorted({float(g) for r in rows for g in r.grades})
+    scores: dict[str, npt.NDArray[np.float64]] = {}
+    per_fold = []
+    used = [f for f in range(folds) if f != holdout]
+    for f in used:
+        started = time.perf_counter()
+        train = [r for r in rows if r.fold != f and r.fold != holdout]
+        test = [r for r in rows if r.fold == f]
+        booster = train_booster(train, levels, seed)
+        fusion, ranker = [], []
+        for r in test:
+            s = (
+                np.asarray(booster.predict(r.features), dtype=np.float64)
+                if len(r.grades)
+                else np.zeros(0)
+            )
+            scores[r.qid] = s
+            fusion.append(_ndcg(range(len(r.grades)), r))
+            ranker.append(_ndcg(np.argsort(-s, kind="stable").tolist(), r))
+        per_fold.append(
+            {
+                "fold": f,
+                "queries": len(test),
+                "ndcg_fusion": statistics.fmean(fusion) if fusion else 0.0,
+                "ndcg_ranker": statistics.fmean(ranker) if ranker else 0.0,
+            }
+        )
+        logger.info(
+            "fold %d/%d: %d held-out queries, nDCG@%d fusion %.4f ranker %.4f (%.1fs)",
+            f + 1,
+            folds,
+            len(test),
+            K,
+            per_fold[-1]["ndcg_fusion"],
+            per_fold[-1]["ndcg_ranker"],
+            time.perf_counter() - started,
+        )
+    scored = [r for r in rows if r.qid in scores]
+    oof = np.concatenate([scores[r.qid] for r in scored])
+    is_relevant = np.concatenate([r.grades >= relevant for r in scored])
+    calibration = fit_isotonic(oof, is_relevant)
+    probability = {r.qid: calibration(scores[r.qid]) for r in scored}
+    final = train_booster([r for r in rows if r.fold != holdout], levels, seed)
+    weights = final.feature_importance(importance_type="gain")
+    report = {
+        "objective": "lambdarank",
+        "rounds": ROUNDS,
+        "params": {k: v for k, v in PARAMS.items() if k != "num_threads"},
+        "seed": seed,
+        "features": list(FEATURES),
+        "feature_gain": {n: round(float(w), 1) for n, w in zip(FEATURES, weights, strict=True)},
+        "candidate_depth": CANDIDATE_DEPTH,
+        "relevant_grade": relevant,
+        "folds": folds,
+        "holdout_fold": holdout,
+        "per_fold": per_fold,
+        "ndcg_fusion": statistics.fmean(p["ndcg_fusion"] for p in per_fold),
+        "ndcg_ranker": statistics.fmean(p["ndcg_ranker"] for p in per_fold),
+        "calibration": {"method": "isotonic", **calibration_quality(calibration, oof, is_relevant)},
+        "cut_out_of_fold": cut_effect(scored, probability, relevant),
+        "rows": int(sum(len(r.grades) for r in rows)),
+        "queries": len(rows),
+    }
+    return final, calibration, report
+
+
+def save_ranker(folder: Path, booster: Any, calibration: Calibration) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    booster.save_model(str(folder / MODEL_FILE))
+    (folder / FEATURES_FILE).write_text(json.dumps(list(FEATURES), indent=1) + "\n")
+    (folder / CALIBRATION_FILE).write_text(json.dumps(calibration.to_json()) + "\n")
+
+
+def train_ranker(
+    judgments_dir: Path,
+    encoder_dir: Path | None,
+    out_dir: Path,
+    folds: int,
+    seed: int,
+    settings: Settings,
+    *,
+    holdout: int | None = None,
+    cache_dir: Path = DEFAULT_CACHE_DIR,
+) -> dict[str, Any]:
+    """Train, cross-validate and save a ranker into `out_dir / "ranker"`.
+
+    Args:
+        judgments_dir: a folder in the dev-set layout (products.jsonl, queries.jsonl,
+            qrels.tsv).
+        encoder_dir: the (fine-tuned) encoder the index is built with; None: the
+            settings' encoder (the packaged MiniLM by default).
+        out_dir: the learned model folder; its `ranker/` is (re)written, nothing else.
+        folds: k of the k-fold by query (>= 2).
+        seed: LightGBM's seed (training is deterministic given it).
+        holdout: a fold left out of all training (for an honest `app.eval --fold`).
+        cache_dir: the eval's dense vector cache.
+
+    Returns:
+        The manifest's ranker section: per-fold held-out nDCG@10 of the ranker and of
+        today's fusion on the same queries, calibration quality, the cut's trade-off.
+    """
+    if folds < 2:
+        raise ValueError(f"folds: need at least 2, got {folds}")
+    started = time.perf_counter()
+    qrels = load_qrels(judgments_dir / QRELS_FILE)
+    queries = [
+        (q.qid, q.query) for q in load_queries(judgments_dir / QUERIES_FILE) if qrels.get(q.qid)
+    ]
+    products = load_products(judgments_dir / PRODUCTS_FILE)
+    top_grade = max(g for grades in qrels.values() for g in grades.values())
+    base = settings.model_copy(update={"learned_model": ""})
+    if encoder_dir is not None:
+        base = base.model_copy(update={"embedding_model": str(encoder_dir)})
+    embedder = CachedEmbedder.wrap(embedder_for(base), cache_dir)
+    with tempfile.TemporaryDirectory(prefix="ranker-index-") as folder:
+        store = build_chunk_index(products, base, embedder, path=folder)
+        embedder.save()
+        try:
+            categories = sorted(CategoryVocabulary(store, refresh_seconds=3600).get())
+            # The fused order the ranker re-orders: today's service, whatever the settings say.
+            retriever = Retriever(
+                embedder,
+                store,
+                base.model_copy(update={"retrieval_mode": "hybrid", "fusion": "relevance"}),
+            )
+            rows = collect(retriever, queries, qrels, categories, folds)
+        finally:
+            embedder.save()
+            store.close()
+    collected = time.perf_counter() - started
+    booster, calibration, report = fit(rows, folds, seed, top_grade, holdout)
+    save_ranker(out_dir / "ranker", booster, calibration)
+    report["encoder"] = str(encoder_dir) if encoder_dir else embedder.model_id
+    report["seconds"] = {"candidates": collected, "total": time.perf_counter() - started}
+    return report
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m app.learn.ranker", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--judgments", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="the learned model folder")
+    p.add_argument("--encoder", type=Path, help="a sentence-transformers folder (default: base)")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--holdout", type=int, help="a fold no model trains on (see app.eval --fold)")
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train alone; writes MODEL_DIR/manifest.json with the ranker section when the folder
+    has no manifest yet (`python -m app.learn` writes the whole one)."""
+    args = _parse(argv)
+    settings = get_settings()
+    configure_logging(settings.log_level)
+    report = train_ranker(
+        args.judgments,
+        args.encoder,
+        args.out,
+        args.folds,
+        args.seed,
+        settings,
+        holdout=args.holdout,
+        cache_dir=args.cache_dir,
+    )
+    manifest_path = args.out / MANIFEST
+    manifest: dict[str, Any] = {"format": MANIFEST_FORMAT, "judgments": str(args.judgments)}
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["ranker"] = report
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    for f in report["per_fold"]:
+        print(
+            f"fold {f['fold']}: {f['queries']} queries  nDCG@{K} fusion {f['ndcg_fusion']:.4f}"
+            f"  ranker {f['ndcg_ranker']:.4f}"
+        )
+    print(f"mean: fusion {report['ndcg_fusion']:.4f}  ranker {report['ndcg_ranker']:.4f}")
+    print("calibration:", json.dumps(report["calibration"]))
+    for row in report["cut_out_of_fold"]:
+        print(
+            f"cut P < {row['min_probability']:.2f}: relevant removed "
+            f"{row['relevant_removed']:.3f}, irrelevant removed {row['irrelevant_removed']:.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""A conversation's turn: what it searches (`Turn`), what it hands the next turn
+(`ConversationState`, made by `next_state` and carried in the answer's token,
+app/api/conversation.py), and which of those filters the next turn keeps (`carried_filters`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.query.brands import MAX_BRANDS
+from app.query.plan import FilterPlan
+from app.query.search import SearchOutcome
+from app.query.types import Constraint, ParsedQuery
+
+# Products a follow-up can point at ("the second one") and price ("cheaper"): the first of
+# those shown, in order. Also what keeps the state token small (app/api/conversation.py).
+MAX_SHOWN = 20
+# The carried search text grows with each "in black"; past this it stops growing.
+MAX_SEARCH_TEXT = 300
+# A carried filter's words are for the chip only: cut to this.
+MAX_FILTER_TEXT = 60
+PRICE_FIELDS = ("min_price", "max_price")
+
+
+@dataclass(frozen=True, slots=True)
+class ShownProduct:
+    """A product the turn showed, in order; `outside`: outside its price bounds."""
+
+    id: int
+    price: float | None
+    outside: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationState:
+    """What one turn understood, handed to the next one as its context.
+
+    `filters`: those heard in words (this turn's or carried), never the request's own
+    `filters` (the client owns those and sends them again). `like`: the product the turn
+    searched by instead of a text.
+    """
+
+    search_text: str
+    filters: tuple[Constraint, ...] = ()
+    shown: tuple[ShownProduct, ...] = ()
+    like: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A query read in its conversation: what to search and which filters come along."""
+
+    parsed: ParsedQuery
+    carried: tuple[Constraint, ...] = ()
+    like: int | None = None
+    follow_up: bool = False
+
+
+def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:
+    """The last turn's filters this turn keeps: a new budget replaces both bounds, a new
+    category the category, wanted brands the wanted ones; an exclusion stays unless the
+    brand is now wanted (and a brand now excluded is no longer wanted)."""
+    fields = {c.field for c in now.constraints}
+    named = {str(c.value) for c in now.constraints if c.field in ("brand", "exclude_brand")}
+    kept = []
+    for c in previous:
+        if c.field in PRICE_FIELDS and fields & set(PRICE_FIELDS):
+            continue
+        if c.field in ("category", "price_preference") and c.field in fields:
+            continue
+        if c.field == "brand" and ("brand" in fields or str(c.value) in named):
+            continue
+        if c.field == "exclude_brand" and str(c.value) in named:
+            continue
+        kept.append(c)
+    return tuple(kept)
+
+
+def next_state(turn: Turn, plan: FilterPlan, outcome: SearchOutcome) -> ConversationState:
+    """What this turn hands to the next one."""
+    heard = [
+        Constraint(f.field, f.value, (f.text or "")[:MAX_FILTER_TEXT])
+        for f in plan.applied
+        if f.source != "request"
+    ]
+    brands = [c for c in heard if c.field in ("brand", "exclude_brand")][:MAX_BRANDS]
+    others = [c for c in heard if c.field not in ("brand", "exclude_brand")]
+    shown = tuple(
+        ShownProduct(p.id, p.price, p.outside_filters) for p in outcome.offered[:MAX_SHOWN]
+    )
+    return ConversationState(
+        turn.parsed.search_text[:MAX_SEARCH_TEXT], (*others, *brands), shown, turn.like
+    )
+
+
+__all__ = [
+    "MAX_SEARCH_TEXT",
+    "MAX_SHOWN",
+    "ConversationState",
+    "ShownProduct",
+    "Turn",
+    "carried_filters",
+    "next_state",
+]

@@ -1,0 +1,138 @@
+"""`python -m app.learn` on a tiny generated judged set: a loadable model folder, folds that
+never leak, exports the service can load without exporting, the same result twice.
+
+The real model is fine-tuned (a few steps on CPU); no dev data is read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.core.config import Settings
+from app.embedding.learned import encoder_embedder
+from app.eval.folds import fold_of
+from app.learn.__main__ import main
+from app.learn.encoder import EncoderSettings, examples
+from app.learn.heldout import score_judged, score_queries
+from app.learn.judgments import Folds, load_judgments
+from app.learned import load_learned_model
+from tests.learn.tiny_judgments import write_tiny_judgments
+
+FOLDS = 4
+ARGS = ["--folds", str(FOLDS), "--batch-size", "8", "--max-steps", "4", "--no-ranker"]
+
+
+def _train(tmp: Path, judgments: Path, name: str) -> dict[str, Any]:
+    out = tmp / name
+    argv = ["--judgments", str(judgments), "--out", str(out), "--cache-dir", str(tmp / "cache")]
+    assert main(argv + ARGS) == 0
+    manifest: dict[str, Any] = json.loads((out / "manifest.json").read_text())
+    return manifest
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("learn")
+    judgments = write_tiny_judgments(tmp / "judged")
+    return tmp, judgments, _train(tmp, judgments, "model")
+
+
+def test_the_manifest_records_data_folds_training_and_heldout_scores(
+    trained: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    tmp, judgments, manifest = trained
+    assert manifest["format"] == 1
+    assert manifest["base_model"] == "all-MiniLM-L6-v2"
+    data = manifest["data"]
+    assert (data["products"], data["queries"], data["judgments_count"]) == (32, 16, 96)
+    assert data["fingerprint"] == load_judgments(judgments).fingerprint
+    assert manifest["folds"]["k"] == FOLDS and sum(manifest["folds"]["queries"]) == 16
+    encoder = manifest["encoder"]
+    assert encoder["held_out_fold"] == 0 and encoder["steps"] == 4
+    assert encoder["settings"]["seed"] == EncoderSettings().seed
+    # Fold 0 is scored for today's service and the fine-tune; the others for the service only.
+    rows = manifest["heldout"]["folds"]
+    assert sorted(rows[0]) == ["base", "fold", "learned_encoder", "queries"]
+    assert all("learned_encoder" not in r for r in rows[1:])
+    assert manifest["heldout"]["summary"]["folds"] == [0]
+    assert manifest["run"]["peak_rss_mb"] > 0
+    assert "ranker" not in manifest
+    learned = load_learned_model(tmp / "model")
+    assert learned.encoder_dir is not None and learned.ranker_dir is None
+    assert learned.encoder_id == encoder["id"]
+
+
+def test_the_encoder_never_trained_on_its_heldout_fold(
+    trained: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    _, judgments, manifest = trained
+    judged = load_judgments(judgments)
+    folds = Folds.split(judged.queries, FOLDS)
+    held_out = folds.qids(0)
+    train = folds.train_qids({0})
+    assert held_out and train and not held_out & train
+    assert held_out | train == {q.qid for q in judged.queries}
+    assert manifest["encoder"]["training_queries"] == len(train)
+    assert manifest["heldout"]["folds"][0]["queries"] == len(held_out)
+    # No held-out query's text reaches the training pairs.
+    texts = {p.id: p.name for p in judged.products}
+    pairs = examples(judged, train, texts, EncoderSettings())
+    held_texts = {q.query for q in judged.queries if q.qid in held_out}
+    assert pairs and not {e.query for e in pairs} & held_texts
+    # Folds are a function of the qid alone.
+    assert all(folds.of[q] == fold_of(q, FOLDS) for q in folds.of)
+
+
+def test_the_folder_loads_with_sentence_transformers_and_its_int8_export_agrees(
+    trained: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    tmp, _, _ = trained
+    learned = load_learned_model(tmp / "model")
+    assert learned.encoder_dir is not None
+    texts = ["cordless drill", "White garden hose\nA flexible water hose for the garden."]
+    torch_vectors = SentenceTransformer(str(learned.encoder_dir)).encode(
+        texts, normalize_embeddings=True
+    )
+    exports = sorted(p.name for p in learned.onnx_dir.iterdir())
+    # int8 asked for explicitly: "auto" picks fp32 on a CPU without VNNI/AMX.
+    settings = Settings(_env_file=None, embedding_encoder="onnx-int8")
+    embedder = encoder_embedder(learned.encoder_dir, learned.encoder_id, settings)
+    # The service's engine choice found the training's exports: it exported nothing.
+    assert sorted(p.name for p in learned.onnx_dir.iterdir()) == exports
+    assert embedder.encoder == "onnx-int8"
+    assert embedder.onnx is not None and embedder.onnx.model_path.parent == learned.onnx_dir
+    vectors = embedder.embed(texts)
+    assert float(np.min(np.sum(vectors * torch_vectors, axis=1))) >= 0.99
+
+
+def test_the_same_seed_gives_the_same_model_and_scores(
+    trained: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    tmp, judgments, first = trained
+    again = _train(tmp, judgments, "again")
+    assert again["heldout"] == first["heldout"]
+    assert again["encoder"]["id"] == first["encoder"]["id"]
+    assert again["encoder"]["loss_first"] == first["encoder"]["loss_first"]
+
+
+def test_both_measures_agree_on_dense_when_the_top_100_holds_the_catalog(
+    trained: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    from app.embedding import embedder_for
+
+    _, judgments, _ = trained
+    judged = load_judgments(judgments)
+    settings = Settings(_env_file=None)
+    embedder = embedder_for(settings)
+    qids = [q.qid for q in judged.queries]
+    catalog = score_queries(judged, qids, embedder, settings, None, "catalog")
+    only_judged = score_judged(judged, qids, embedder, settings, None, "judged")
+    assert only_judged.per_query["dense"] == pytest.approx(catalog.per_query["dense"])
+    assert set(catalog.per_query) == {"dense", "service"}

@@ -1,0 +1,225 @@
+"""The learned ranker end to end on a generated judged set (no dev data in CI).
+
+The set is built so that text alone cannot rank it: every topic has six products whose
+names differ only in a variant word, and a product is relevant (grade 2) exactly when it
+is cheap (under $50), which the fused score never reads. A ranker trained through
+`app.learn.ranker` (the service's own search path and features) must learn that, its
+calibrated probability must be monotone in [0, 1], the relevance cut must drop the
+expensive ones, and a retriever without a ranker must rank exactly as before.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.core.config import Settings
+from app.eval.data import load_products
+from app.eval.index import build_chunk_index
+from app.eval.ndcg import condensed_ndcg_at_k
+from app.learn.ranker import train_ranker
+from app.learned import MANIFEST, LearnedModelError
+from app.query import plan_filters
+from app.query.search import constrained_retrieve
+from app.query.types import ParsedQuery
+from app.ranking import FEATURES, Ranker, ranker_for
+from app.retrieval import Retriever
+from app.store import VectorStore
+
+pytestmark = pytest.mark.slow
+
+TOPICS = [
+    "lantern", "kettle", "backpack", "hammock", "blender", "umbrella", "skillet", "scooter",
+    "toaster", "thermos", "sleeping bag", "desk lamp", "yoga mat", "rain jacket", "tripod",
+    "headphones", "cutting board", "water bottle", "wall clock", "bird feeder", "doormat",
+    "garden hose", "pillow", "picnic basket",
+]  # fmt: skip
+VARIANTS = ["classic", "pro", "compact", "deluxe", "travel", "original"]
+FOLDS = 3
+
+
+def _write_judged_set(root: Path) -> dict[str, dict[int, float]]:
+    """products.jsonl, queries.jsonl, qrels.tsv: relevant iff cheap, at random variants;
+    each query also has three products of other topics judged irrelevant (as real judged
+    sets do), so the ranker learns that price only counts on topic."""
+    rng = random.Random(7)
+    root.mkdir(parents=True, exist_ok=True)
+    products: list[dict[str, object]] = []
+    queries: list[dict[str, str]] = []
+    qrels: dict[str, dict[int, float]] = {}
+    pid = 0
+    for t, topic in enumerate(TOPICS):
+        cheap = set(rng.sample(VARIANTS, 3))
+        qid = f"q{t}"
+        queries.append({"qid": qid, "query": topic})
+        for variant in VARIANTS:
+            pid += 1
+            price = rng.uniform(10, 40) if variant in cheap else rng.uniform(200, 400)
+            name = f"{variant.title()} {topic} by Northwind"
+            products.append({"id": pid, "name": name, "price": round(price, 2)})
+            qrels.setdefault(qid, {})[pid] = 2.0 if variant in cheap else 0.0
+    ids = list(range(1, pid + 1))
+    for t in range(len(TOPICS)):
+        on_topic = range(6 * t + 1, 6 * t + 7)
+        for other in rng.sample([i for i in ids if i not in on_topic], 3):
+            qrels[f"q{t}"][other] = 0.0
+    (root / "products.jsonl").write_text("".join(json.dumps(p) + "\n" for p in products))
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (root / "qrels.tsv").write_text(
+        "".join(f"{q}\t{p}\t{g:g}\n" for q, grades in qrels.items() for p, g in grades.items())
+    )
+    return qrels
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[int, float]]]:
+    root = tmp_path_factory.mktemp("judged")
+    return root, _write_judged_set(root)
+
+
+@pytest.fixture(scope="module")
+def trained(
+    judged: tuple[Path, dict[str, dict[int, float]]],
+    embedder: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, Any]]:
+    root, _ = judged
+    out = tmp_path_factory.mktemp("model")
+    cache = tmp_path_factory.mktemp("vectors")
+    report = train_ranker(root, None, out, FOLDS, 0, Settings(), cache_dir=cache)
+    (out / MANIFEST).write_text(json.dumps({"format": 1, "ranker": report}))
+    return out, report
+
+
+@pytest.fixture(scope="module")
+def store(
+    judged: tuple[Path, dict[str, dict[int, float]]],
+    embedder: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[VectorStore]:
+    root, _ = judged
+    folder = str(tmp_path_factory.mktemp("index"))
+    s = build_chunk_index(load_products(root / "products.jsonl"), Settings(), embedder, path=folder)
+    yield s
+    s.close()
+
+
+def _ranked(retriever: Retriever, qid: str, grades: dict[int, float]) -> list[int]:
+    """The judged products of the query's top 30, in the retriever's order."""
+    return [p.id for p in retriever.retrieve(TOPICS[int(qid[1:])], 30) if p.id in grades]
+
+
+def _ndcg(retriever: Retriever, qrels: dict[str, dict[int, float]]) -> float:
+    return float(
+        np.mean([condensed_ndcg_at_k(_ranked(retriever, q, g), g, 6) for q, g in qrels.items()])
+    )
+
+
+def test_the_trained_folder_loads_with_its_features_and_a_monotone_calibration(
+    trained: tuple[Path, dict[str, Any]],
+) -> None:
+    out, report = trained
+    ranker = ranker_for(str(out))
+    assert ranker is not None
+    assert json.loads((out / "ranker" / "features.json").read_text()) == list(FEATURES)
+    grid = np.linspace(-20, 20, 401)
+    p = ranker.calibration(grid)
+    assert np.all(np.diff(p) >= 0) and p.min() >= 0 and p.max() <= 1
+    # Held out on every fold, the ranker beats the fused order, which cannot see prices.
+    assert len(report["per_fold"]) == FOLDS
+    assert sum(f["queries"] for f in report["per_fold"]) == len(TOPICS)
+    for fold in report["per_fold"]:
+        assert fold["ndcg_ranker"] > fold["ndcg_fusion"]
+    assert report["ndcg_ranker"] >= 0.95
+    assert report["feature_gain"]["log_price"] == max(report["feature_gain"].values())
+
+
+def test_the_ranker_reorders_what_the_fusion_cannot(
+    trained: tuple[Path, dict[str, Any]],
+    judged: tuple[Path, dict[str, dict[int, float]]],
+    store: VectorStore,
+    embedder: Any,
+) -> None:
+    out, _ = trained
+    _, qrels = judged
+    ranker = Ranker.load(out / "ranker")
+    fused = Retriever(embedder, store, Settings(similarity_threshold=0.0))
+    learned = Retriever(embedder, store, Settings(similarity_threshold=0.0), ranker=ranker)
+    assert fused.ranker is None and learned.ranks_by_probability
+    # The fused order is a coin toss on price; the learned one puts the three cheap first.
+    assert _ndcg(fused, qrels) < 0.9
+    assert _ndcg(learned, qrels) >= 0.95
+    for q, grades in qrels.items():
+        top3 = _ranked(learned, q, grades)[:3]
+        assert sum(grades[i] > 0 for i in top3) >= 2, q
+
+
+def test_the_cut_drops_what_the_ranker_finds_improbable(
+    trained: tuple[Path, dict[str, Any]],
+    judged: tuple[Path, dict[str, dict[int, float]]],
+    store: VectorStore,
+    embedder: Any,
+) -> None:
+    out, _ = trained
+    _, qrels = judged
+    settings = Settings(similarity_threshold=0.0, ranker_min_probability=0.5)
+    learned = Retriever(embedder, store, settings, ranker=Ranker.load(out / "ranker"))
+    kept_cheap = dropped_dear = dear = cheap = 0
+    for q, grades in qrels.items():
+        topic = TOPICS[int(q[1:])]
+        plan = plan_filters(ParsedQuery(topic, topic, ()), None)
+        uncut = constrained_retrieve(learned, topic, 30, plan, margin=math.inf).products
+        cut = constrained_retrieve(learned, topic, 30, plan).products
+        assert [p.id for p in cut] == [p.id for p in uncut if p.score >= 0.5]
+        kept = {p.id for p in cut}
+        for p in uncut:
+            if p.id not in grades:
+                continue
+            if grades[p.id] > 0:
+                cheap += 1
+                kept_cheap += p.id in kept
+            else:
+                dear += 1
+                dropped_dear += p.id not in kept
+    assert cheap >= 2 * len(TOPICS) and dear >= 2 * len(TOPICS)
+    assert dropped_dear >= 0.9 * dear and kept_cheap >= 0.9 * cheap
+
+
+def test_without_a_ranker_the_ranking_is_the_fused_one(store: VectorStore, embedder: Any) -> None:
+    """No LEARNED_MODEL: `retrieve` is the store's fused search as it was, score for score,
+    and the fusion's formula is unchanged (cosine + 0.4 x BM25 / the best BM25)."""
+    settings = Settings(similarity_threshold=0.0)
+    assert ranker_for(settings.learned_model) is None
+    retriever = Retriever(embedder, store, settings)
+    for topic in TOPICS:
+        got = retriever.retrieve(topic, 6)
+        hits = retriever.candidates(topic, 6)
+        assert [(p.id, p.score) for p in got] == [(h.product_id, round(h.score, 6)) for h in hits]
+        best = max(h.signals.bm25 for h in hits if h.signals)
+        for h in hits:
+            s = h.signals
+            assert s is not None
+            share = s.bm25 / best if best > 0 else 0.0
+            assert h.score == s.cosine + 0.4 * share == s.fused
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_ranker_of_other_features_is_refused(
+    trained: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    out, _ = trained
+    copy = tmp_path / "model"
+    (copy / "ranker").mkdir(parents=True)
+    (copy / MANIFEST).write_text(json.dumps({"format": 1}))
+    for name in ("model.txt", "calibration.json"):
+        (copy / "ranker" / name).write_bytes((out / "ranker" / name).read_bytes())
+    (copy / "ranker" / "features.json").write_text(json.dumps(list(reversed(FEATURES))))
+    with pytest.raises(LearnedModelError, match="features"):
+        ranker_for(str(copy))
