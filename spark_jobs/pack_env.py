@@ -10,15 +10,16 @@ For `spark-submit --jars "<jars>" --py-files "<code>"` (every job) and `--archiv
 ONNX export with onnxruntime, tokenizers and the sync's chunker); the other jobs' Python
 runs on the driver, and their executors run the Java rules and Hudi.
 
-The archive is the virtual environment this interpreter runs in (`sys.prefix`, a uv venv)
-as a .tar.gz (gzip -1); the driver and each executor copy and unpack it once per
-application. Left out: torch with its CUDA
-libraries and triton (4.2 GB that no worker imports: spark_jobs.embed ships the engine as
-an ONNX export), Spark's own jars (executors have theirs) and the editable install's hooks
-(executors import the project from the code zip, never from a checkout). `bin/python` is
-a copy of the base interpreter's executable, not a link; it still loads that
-interpreter's library and standard library (pyvenv.cfg's `home`), as a venv-pack archive
-would: every worker needs that Python at the same path.
+The archive is the part of the virtual environment this interpreter runs in (`sys.prefix`,
+a uv venv) that an executor's Python imports, as a .tar.gz (gzip -1): the distributions
+whose modules PySpark's worker and spark_jobs.embed_worker import (found by importing them
+in a fresh interpreter), and what those require; the driver and each executor copy and
+unpack it once per application. So no torch, CUDA libraries, transformers or test tools
+(embed ships its engine as an ONNX export), no Spark jars (executors have theirs) and no
+editable install (executors import the project from the code zip, never from a checkout).
+`bin/python` is a copy of the base interpreter's executable, not a link; it still loads
+that interpreter's library and standard library (pyvenv.cfg's `home`), as a venv-pack
+archive would: every worker needs that Python at the same path.
 
 Kept in ~/.cache/hudi-rag-recommender/envs under a name that hashes the environment's
 packages and versions: packed once per set of packages, reused by every run.
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.metadata
+import re
 import shutil
 import subprocess
 import sys
@@ -39,11 +41,22 @@ from pathlib import Path
 from app.core.config import Settings, get_settings
 from spark_jobs.errors import JobError
 
-# Relative to the environment's site-packages: never imported by an executor's Python.
-_SITE_EXCLUDES = ("torch", "nvidia", "triton", "pyspark/jars", "__editable__*")
+# What an executor's Python imports: PySpark's worker and the embed job's worker functions,
+# with the two its shipped engine imports on first use (embed_worker._shipped).
+_EXECUTOR_MODULES = (
+    "pyspark.daemon",
+    "pyspark.worker",
+    "spark_jobs.embed_worker",
+    "onnxruntime",
+    "tokenizers",
+)
+# Never shipped: executors have Spark's jars, and import the project from the code zip.
+_LEFT_OUT = ("pyspark/jars/",)
+_PROJECT = "hudi-rag-recommender"
 _CODE_PACKAGES = ("app", "spark_jobs")
 # Part of the archive's name: bump it when what goes into the archive changes.
-_RECIPE = "4"
+_RECIPE = "5"
+_REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def _cache_dir() -> Path:
@@ -84,33 +97,94 @@ def env_archive() -> Path:
     tar = shutil.which("tar")
     if tar is None:
         raise JobError("tar not found: needed to pack the environment")
-    site = _site_packages(prefix).relative_to(prefix)
-    excludes = [f"--exclude={site}/{pattern}" for pattern in _SITE_EXCLUDES]
+    entries = executor_files(prefix)
     archive.parent.mkdir(parents=True, exist_ok=True)
     # Packed under a temporary name and renamed: test workers may pack at once, and a
     # reader must never see half an archive.
     with tempfile.NamedTemporaryFile(dir=archive.parent, suffix=".part", delete=False) as part:
         partial = Path(part.name)
+    listing = partial.with_suffix(".files")
     try:
+        listing.write_text("".join(f"{entry}\n" for entry in entries))
         # Spark's Java unpacking (of a .tar) refuses an entry that leads outside its folder:
-        # "./", and links such as bin/python -> the base interpreter. Entries named, lib64
-        # (a link to lib) left out and links copied, the archive unpacks either way.
-        # gzip -1: 1.4 GB packs to 0.53 GB for ~25 s of CPU, once per set of packages.
-        command = [tar, "-I", "gzip -1", "-chf", str(partial), *excludes, "--exclude=__pycache__"]
-        command += ["-C", str(prefix)]
-        entries = sorted(p.name for p in prefix.iterdir() if p.name != "lib64")
-        done = subprocess.run([*command, *entries], capture_output=True, text=True, check=False)
+        # "./", and links such as bin/python -> the base interpreter. Files named and links
+        # copied (-h), the archive unpacks either way. gzip -1: packed in seconds, once per
+        # set of packages.
+        command = [tar, "-I", "gzip -1", "-chf", str(partial), "-C", str(prefix)]
+        command += ["--no-recursion", "-T", str(listing)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise JobError(f"packing {prefix} failed (tar): {done.stderr.strip()[-500:]}")
         partial.chmod(0o644)
         partial.replace(archive)
     finally:
         partial.unlink(missing_ok=True)
+        listing.unlink(missing_ok=True)
     # One environment at a time: an older archive is gigabytes nobody will ship again.
     for old in archive.parent.glob(f"env-{owner}-*.tar*"):
         if old != archive:
             old.unlink(missing_ok=True)
     return archive
+
+
+def executor_distributions() -> list[importlib.metadata.Distribution]:
+    """The installed distributions an executor's Python needs: those whose modules
+    _EXECUTOR_MODULES import (in a fresh interpreter of this environment), and every
+    distribution they require, the project itself left out (the code zip carries it)."""
+    probe = (
+        "import importlib, sys\n"
+        f"for name in {_EXECUTOR_MODULES!r}: importlib.import_module(name)\n"
+        "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise JobError(f"importing the executors' modules failed: {done.stderr.strip()[-500:]}")
+    site = _site_packages(Path(sys.prefix))
+    installed = {
+        _normalized(d.metadata["Name"]): d
+        for d in importlib.metadata.distributions(path=[str(site)])
+    }
+    providers = importlib.metadata.packages_distributions()
+    wanted = [_normalized(d) for m in done.stdout.split() for d in providers.get(m, [])]
+    found: dict[str, importlib.metadata.Distribution] = {}
+    while wanted:
+        name = wanted.pop()
+        dist = installed.get(name)
+        if name in found or name == _PROJECT or dist is None:
+            continue
+        found[name] = dist
+        # Extras' requirements left out; a marker for another platform only adds a name
+        # that is not installed here.
+        for requirement in dist.requires or []:
+            match = _REQUIREMENT.match(requirement)
+            if match and "extra ==" not in requirement:
+                wanted.append(_normalized(match.group(1)))
+    return sorted(found.values(), key=lambda d: _normalized(d.metadata["Name"]))
+
+
+def executor_files(prefix: Path) -> list[str]:
+    """The archive's entries, relative to `prefix`: the interpreter, pyvenv.cfg, and the
+    files of executor_distributions (their RECORDs) in site-packages."""
+    site = _site_packages(prefix).relative_to(prefix)
+    files = {"bin/python", "pyvenv.cfg"}
+    for dist in executor_distributions():
+        for file in dist.files or []:
+            entry = (site / file).as_posix()
+            if (
+                not file.parts[0].startswith("..")
+                and "__pycache__" not in file.parts
+                and not any(entry.startswith(f"{site}/{out}") for out in _LEFT_OUT)
+                and (prefix / entry).is_file()
+            ):
+                files.add(entry)
+    return sorted(files)
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def code_zip() -> Path:

@@ -27,9 +27,11 @@ install that points at this checkout).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,8 @@ from tests.spark_cluster import (
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB_SECONDS = 900
@@ -86,6 +90,7 @@ def submit_command(
         *("--conf", "spark.ui.enabled=false"),
         # Both executors registered before the first task: the work is spread over both.
         *("--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0"),
+        *("--driver-java-options", f"{JVM_OPTS} {TEST_JVM_OPTS}"),
         *("--conf", f"spark.executor.extraJavaOptions={JVM_OPTS} {TEST_JVM_OPTS}"),
     ]
     return [*command, str(ROOT / "spark_jobs" / f"{job}.py"), *args]
@@ -119,10 +124,12 @@ class Cluster:
             "SPARK_LOCAL_DIRS": str(folder / "local"),
         }
         (folder / "conf").mkdir(exist_ok=True)
+        self.seconds: dict[str, float] = {}  # wall time per job or sync run, for the log
 
     def submit(self, job: str, *args: str, python_env: Path | None = None) -> dict[str, str]:
         """Run the job; returns its counts, and checks that it had an executor per worker."""
         command = submit_command(self.cluster, job, list(args), python_env=python_env)
+        started = time.monotonic()
         done = subprocess.run(
             command,
             env=self.env,
@@ -132,6 +139,8 @@ class Cluster:
             timeout=JOB_SECONDS,
             check=False,
         )
+        self.seconds[job] = time.monotonic() - started
+        logger.info("%s: %.1f s", job, self.seconds[job])
         assert done.returncode == 0, f"{job}: exit {done.returncode}\n{done.stderr[-4000:]}"
         self.executors(job)
         return counts(done.stdout)
@@ -157,6 +166,7 @@ class Cluster:
             "HUDI_TABLE_PATH": f"s3://{self.s3.bucket}/products",
             "QDRANT_PATH": str(self.folder / "qdrant"),
         }
+        started = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-m", "app.sync", *args],
             env=env,
@@ -166,6 +176,9 @@ class Cluster:
             timeout=JOB_SECONDS,
             check=False,
         )
+        label = f"sync {' '.join(args)}"
+        self.seconds[label] = time.monotonic() - started
+        logger.info("%s: %.1f s", label, self.seconds[label])
         assert done.returncode == 0, f"sync {args}: exit {done.returncode}\n{done.stderr[-4000:]}"
         return counts(done.stdout)
 
@@ -187,7 +200,7 @@ class Cluster:
         ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
     with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
         yield cluster
