@@ -21,7 +21,9 @@ table jobs run with the executors' Python set to a path that does not exist, so 
 them may run Python on an executor; embed's executors run the shipped environment
 (`--archives`, unpacked in their folders, without torch: the driver ships its ONNX export)
 and import the project from `--py-files` only (the archive leaves out the editable
-install that points at this checkout).
+install that points at this checkout). The rows a job reads twice are checkpointed on the
+bucket (SPARK_CHECKPOINT_DIR), not under the driver's DATA_DIR. Each job's and each sync
+run's wall time is logged (`-o log_cli=true --log-cli-level=INFO`; BENCHMARKS.md).
 """
 
 from __future__ import annotations
