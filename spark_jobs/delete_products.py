@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from app.core.catalog import COLUMN_NAMES
 from app.core.config import get_settings
 from spark_jobs import cli
+from spark_jobs.driver_rows import rows_frame
 from spark_jobs.errors import InputError
 from spark_jobs.table import (
     materialize,
@@ -65,7 +66,6 @@ def read_ids_file(path: str) -> list[int]:
 def delete_ids(spark: SparkSession, table_path: str, ids: list[int]) -> DeleteResult:
     """Delete the rows with these ids in one commit (none when no id is present)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
 
     started = time.monotonic()
     table_path = normalize_table_path(table_path)
@@ -73,9 +73,7 @@ def delete_ids(spark: SparkSession, table_path: str, ids: list[int]) -> DeleteRe
     wanted = sorted(set(ids))
     if not wanted:
         return DeleteResult(0, 0, 0, time.monotonic() - started)
-    id_frame = spark.createDataFrame(
-        [(i,) for i in wanted], StructType([StructField("id", LongType(), False)])
-    )
+    id_frame = rows_frame(spark, [{"id": i} for i in wanted], "id: bigint")
     now = time.time_ns() // 1_000_000
     # Under EVENT_TIME_ORDERING a delete whose ts is older than the stored row's can lose
     # the merge, so each delete carries max(stored ts, now).

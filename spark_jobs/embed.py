@@ -3,20 +3,24 @@
     python -m spark_jobs.embed --table-path T [--vectors-path V] [--begin I [--end I]]
         [--encoder auto|onnx-int8|onnx-fp32|torch] [--partitions N] [--hoodie-conf K=V ...]
 
-The sync's work, spread over executors: each Python worker loads the model once and runs the
-sync's own chunker and encoder on the rows (the table's snapshot, or the commits of a window
-with `--begin`/`--end`); the vectors go to V (default `<T>_chunk_vectors`, where the sync
-looks: VECTORS_TABLE_PATH), keyed by content key. The sync then loads these vectors instead
-of embedding them. Content already in V is not embedded again, so a re-run or a window
-embeds only what is new. A run over the whole snapshot (no `--begin`) also deletes from V
-the vectors no live chunk uses (an edited or deleted product's old texts), in one more
-commit: V follows the catalog, not its history, and so does the sync's lookup index.
+The sync's work, spread over executors: the driver decides the engine as the sync would (an
+ONNX export checked against torch) and ships that export with the job; each Python worker
+loads it once and runs the sync's own chunker and that encoder on the rows (the table's
+snapshot, or the commits of a window with `--begin`/`--end`); the vectors go to V (default
+`<T>_chunk_vectors`, where the sync looks: VECTORS_TABLE_PATH), keyed by content key. The
+sync then loads these vectors instead of embedding them. Content already in V is not
+embedded again, so a re-run or a window embeds only what is new. A run over the whole
+snapshot (no `--begin`) also deletes from V the vectors no live chunk uses (an edited or
+deleted product's old texts), in one more commit: V follows the catalog, not its history,
+and so does the sync's lookup index.
 
 The content key names the engine (`all-MiniLM-L6-v2+int8` for the int8 export), so the sync
 only loads vectors from the engine it runs itself. The engine is decided once, on the
 driver (`--encoder`, default EMBEDDING_ENCODER; auto: int8 where the driver's CPU has
-VNNI/AMX), and every worker runs that engine or fails its task: where the executors' CPUs
-differ from the syncer's, set `--encoder` to the engine the syncer logs at start-up.
+VNNI/AMX), and every worker runs that engine or fails its task: where the syncer's CPU
+differs from the driver's, set `--encoder` to the engine the syncer logs at start-up. An
+ONNX engine runs on the executors from the shipped export alone, so they need no torch
+(spark_jobs/pack_env.py leaves it out); under torch each worker loads the model.
 
 Fault tolerance: the chunk stage and the vectors are kept with a reliable checkpoint
 (`SPARK_CHECKPOINT_DIR`, spark_jobs/session.py), not `localCheckpoint`, whose blocks live on
@@ -43,6 +47,7 @@ from spark_jobs.embed_worker import (
     CHUNK_SCHEMA,
     VECTOR_SCHEMA,
     EmbedConfig,
+    ShippedOnnx,
     chunk_rows,
     embed_rows,
 )
@@ -101,6 +106,14 @@ def config_from(settings: Settings, encoder: EncoderChoice | None = None) -> Emb
     )
     engine = _ENGINES.get(embedder.encoder, "torch")
     logger.info("embedding with %s (%s) on every worker", embedder.model_id, engine)
+    shipped = None
+    if embedder.onnx is not None:
+        # The export this driver checked, with its tokenizer: the workers run it alone.
+        shipped = ShippedOnnx(
+            str(embedder.onnx.model_path),
+            embedder.tokenizer().to_str(),
+            embedder.max_seq_tokens,
+        )
     return EmbedConfig(
         model=settings.embedding_model,
         encoder=engine,
@@ -108,6 +121,7 @@ def config_from(settings: Settings, encoder: EncoderChoice | None = None) -> Emb
         batch_size=settings.embedding_batch_size,
         max_chunk_tokens=settings.max_chunk_tokens,
         overlap_tokens=settings.chunk_overlap_tokens,
+        onnx=shipped,
     )
 
 
@@ -127,6 +141,8 @@ def embed_table(
     table_path = normalize_table_path(table_path)
     vectors_path = normalize_table_path(vectors_path or default_vectors_path(table_path))
     require_table(spark, table_path)
+    if config.onnx is not None:
+        spark.sparkContext.addFile(config.onnx.path)
     parallelism = partitions or spark.sparkContext.defaultParallelism
     # A table of a few files reads as a few partitions: spread the rows over every core.
     rows = _read(spark, table_path, begin, end).repartition(parallelism)

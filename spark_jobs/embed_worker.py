@@ -9,6 +9,11 @@ defined in `__main__` (the job run as `python -m`) would be pickled by value wit
 globals, and the model cache below would be rebuilt for every task. Python workers are
 reused across tasks (`spark.python.worker.reuse`, Spark's default), so each loads the model
 once.
+
+When the driver decided an ONNX engine (`EmbedConfig.onnx`, set by `spark_jobs.embed`), the
+workers run that very export, shipped with the job, with the tokenizer it came with: no
+torch, no sentence-transformers and no export on an executor, so a cluster's executors
+need neither torch nor its CUDA libraries (spark_jobs/pack_env.py leaves them out).
 """
 
 from __future__ import annotations
@@ -17,11 +22,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.core.catalog import Product
 from app.embedding import Embedder, load_embedder
 from app.embedding.choice import EncoderChoice
+from app.embedding.onnx_encoder import OnnxEncoder, Vectors, open_session
 from app.sync.apply import EMBED_GROUP
 from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID, VECTOR
 from app.sync.chunking import ProductChunker
@@ -51,12 +58,37 @@ class EmbedConfig:
     overlap_tokens: int
     # ONNX Runtime threads per task: a task holds spark.task.cpus cores.
     threads: int = 1
+    onnx: ShippedOnnx | None = None  # the driver's checked engine; None: load the model
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedOnnx:
+    """The ONNX export the driver chose and checked against torch, as the sync does."""
+
+    path: str  # the driver's; a worker gets its copy by name (addFile -> SparkFiles.get)
+    tokenizer: str  # the model's tokenizer as JSON, truncation and padding off
+    max_seq_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedEncoder:
+    """What the worker functions use of an Embedder: its engine's names and `embed`."""
+
+    onnx: OnnxEncoder
+    model_id: str
+    encoder: str
+
+    def embed(self, texts: list[str]) -> Vectors:
+        return self.onnx.embed(texts)
 
 
 @lru_cache(maxsize=2)
-def worker_model(config: EmbedConfig) -> tuple[Embedder, ProductChunker]:
+def worker_model(config: EmbedConfig) -> tuple[Embedder | ShippedEncoder, ProductChunker]:
     """This worker's embedder and chunker, loaded on first use (one per Python worker)."""
     from app.core.config import get_settings
+
+    if config.onnx is not None:
+        return _shipped(config, config.onnx)
 
     # The export cache is the worker's own (DATA_DIR or MODEL_CACHE_DIR where it runs).
     embedder = load_embedder(
@@ -75,6 +107,29 @@ def worker_model(config: EmbedConfig) -> tuple[Embedder, ProductChunker]:
         config.overlap_tokens,
     )
     return embedder, chunker
+
+
+def _shipped(config: EmbedConfig, onnx: ShippedOnnx) -> tuple[ShippedEncoder, ProductChunker]:
+    from pyspark import SparkFiles
+    from tokenizers import Tokenizer
+
+    path = Path(SparkFiles.get(Path(onnx.path).name))
+    session = open_session(path, config.threads, spinning=False)
+    # Two tokenizers: the encoder's truncates at the model's limit, the chunker's must not.
+    encoder = OnnxEncoder(
+        session,
+        Tokenizer.from_str(onnx.tokenizer),
+        onnx.max_seq_tokens + 2,  # with the two special tokens, as app.embedding.choice
+        config.batch_size,
+        path,
+    )
+    chunker = ProductChunker(
+        Tokenizer.from_str(onnx.tokenizer),
+        config.model_id,
+        min(config.max_chunk_tokens, onnx.max_seq_tokens),
+        config.overlap_tokens,
+    )
+    return ShippedEncoder(encoder, config.model_id, config.encoder), chunker
 
 
 CHUNK_SCHEMA = f"{CONTENT_KEY} string, {TEXT} string"

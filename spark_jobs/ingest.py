@@ -41,14 +41,19 @@ import argparse
 import logging
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.core.config import get_settings
 from spark_jobs import cli
+from spark_jobs.driver_rows import rows_frame
 from spark_jobs.errors import InputError
 from spark_jobs.inputs import FORMATS, InputFormat, check_file, infer_format, read_inputs
-from spark_jobs.table import normalize_table_path, parse_hoodie_conf, require_table
+from spark_jobs.table import (
+    default_quarantine,
+    normalize_table_path,
+    parse_hoodie_conf,
+    require_table,
+)
 from spark_jobs.upsert_products import upsert_source
 
 if TYPE_CHECKING:
@@ -150,8 +155,8 @@ class BatchWriter:
 
     def _quarantine_files(self, rejected: list[tuple[str, str]], path: str) -> None:
         logger.warning("%d files quarantined whole to %s", len(rejected), path)
-        rows = [(file, [reason], None) for file, reason in rejected]
-        frame = self.spark.createDataFrame(rows, "source string, reasons array<string>, row string")
+        rows = [{"source": file, "reasons": [reason], "row": None} for file, reason in rejected]
+        frame = rows_frame(self.spark, rows, "source: string, reasons: array<string>, row: string")
         frame.coalesce(1).write.mode("overwrite").json(path)
 
     def _ingestion_ts(self, batch_id: int) -> int:
@@ -227,11 +232,13 @@ def main(argv: list[str] | None = None) -> int:
 
         settings = get_settings()
         spark = get_spark(app_name="products-ingest")
+        table_path = normalize_table_path(args.table_path or settings.hudi_table_path)
+        quarantine = default_quarantine(table_path, settings.quarantine_dir)
         config = IngestConfig(
-            table_path=normalize_table_path(args.table_path or settings.hudi_table_path),
+            table_path=table_path,
             landing=_qualified(args.landing),
             checkpoint=_qualified(args.checkpoint),
-            quarantine=args.quarantine or str(Path(settings.quarantine_dir) / "landing"),
+            quarantine=args.quarantine or f"{quarantine.rstrip('/')}/landing",
             fmt=args.format,
             max_files_per_batch=args.max_files_per_batch,
             hoodie_conf=parse_hoodie_conf(args.hoodie_conf),

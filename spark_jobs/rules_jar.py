@@ -34,9 +34,14 @@ RULES_CLASS = "hudirag.rules.ProductRules"
 _BUILT = "product-rules.jar"
 
 
-def _cache_dir() -> Path:
+def cache_root() -> Path:
+    """Where built artifacts are kept outside the checkout (jars, packed environments)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "hudi-rag-recommender" / "jars"
+    return Path(base) / "hudi-rag-recommender"
+
+
+def _cache_dir() -> Path:
+    return cache_root() / "jars"
 
 
 def module_sources() -> list[Path]:

@@ -39,13 +39,40 @@ def local_bundle_jar(coords: str) -> Path | None:
     return jar if jar.is_file() else None
 
 
+# Session settings every job relies on: Hudi's serializer, SQL extension and catalog, and a
+# few the jobs were tuned with. Under spark-submit, one given there wins.
+SESSION_CONF = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    # A reliable checkpoint's files go when its DataFrame is garbage-collected.
+    "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
+    # The console progress bar would interleave with the jobs' one-line-per-count output.
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    # The upsert job caches its validated rows once and reads them two or three times;
+    # compressing the cache hashed every string (descriptions too) for its dictionary
+    # statistics: ~15-25% of a 100k first load's JVM CPU (measured A/B, warm JVM).
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    # Keep the Derby metastore's warehouse out of the working directory.
+    "spark.sql.warehouse.dir": str(Path("/tmp") / "spark-warehouse"),
+}
+
+
+def launched_by_spark_submit() -> bool:
+    """True in a driver that spark-submit started (it hands PySpark its running JVM)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def get_spark(
     settings: Settings | None = None, app_name: str = "products-lakehouse"
 ) -> SparkSession:
     """Return the active SparkSession or build one with the Hudi bundle and extensions.
 
-    Under `spark-submit` the session (and its jars) already exist and are reused; the
-    s3a settings are applied to it all the same (see configure_s3a).
+    Under `spark-submit` its master, jars, memory and settings are used as given (the
+    JVM is already running): only SESSION_CONF's entries it did not set are added, and
+    the s3a settings. Otherwise a session on SPARK_MASTER with the jars from ~/.m2.
     """
     from pyspark.sql import SparkSession
 
@@ -54,29 +81,15 @@ def get_spark(
     if active is not None:
         configure_s3a(active, s)
         return active
+    if launched_by_spark_submit():
+        return _submitted_session(s)
 
+    builder = SparkSession.builder.master(s.spark_master).appName(app_name)
+    for key, value in {**SESSION_CONF, **_s3a_spark_conf(s)}.items():
+        builder = builder.config(key, value)
     builder = (
-        SparkSession.builder.master(s.spark_master)
-        .appName(app_name)
-        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
-        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
-        .config(
-            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog"
-        )
-        .config("spark.ui.enabled", "false")
-        # A reliable checkpoint's files go when its DataFrame is garbage-collected.
-        .config("spark.cleaner.referenceTracking.cleanCheckpoints", "true")
-        # The console progress bar would interleave with the jobs' one-line-per-count output.
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        # The upsert job caches its validated rows once and reads them two or three times;
-        # compressing the cache hashed every string (descriptions too) for its dictionary
-        # statistics: ~15-25% of a 100k first load's JVM CPU (measured A/B, warm JVM).
-        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
+        builder.config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "2g")
-        # Keep the Derby metastore and warehouse out of the working directory.
-        .config("spark.sql.warehouse.dir", str(Path("/tmp") / "spark-warehouse"))
         .config(
             "spark.driver.extraJavaOptions",
             # JOL (Hudi's object sizing) otherwise tries to attach agents to the JVM: slow,
@@ -125,38 +138,75 @@ def get_spark(
     return session
 
 
+def _submitted_session(settings: Settings) -> SparkSession:
+    """The session of a spark-submit run: its --master, --jars and --conf, SESSION_CONF added.
+
+    Setting the master or the jars here would override spark-submit's (a job meant for
+    the cluster would run in local mode), and a JVM option can no longer apply.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    # Connects to spark-submit's JVM; without it SparkConf() would not read its settings.
+    SparkContext._ensure_initialized()
+    given = SparkConf()
+    builder = SparkSession.builder
+    for key, value in {**SESSION_CONF, **_s3a_spark_conf(settings)}.items():
+        if not given.contains(key):
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    configure_s3a(session, settings)
+    return session
+
+
 def is_s3_path(path: str) -> bool:
     """True for s3:// and s3a://: both name the same table in Spark (configure_s3a) and hudi-rs."""
     return path.startswith(("s3://", "s3a://"))
 
 
+def s3a_options(settings: Settings) -> dict[str, str]:
+    """Hadoop's s3a settings for the endpoint, region and credentials in `settings`.
+
+    Credentials only when both are configured; otherwise s3a's default chain (env,
+    profile, instance role) applies.
+    """
+    conf = {
+        "fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "fs.s3a.endpoint.region": settings.aws_region,
+    }
+    if settings.aws_endpoint_url:
+        conf["fs.s3a.endpoint"] = settings.aws_endpoint_url
+        # Local S3-compatible servers (MinIO, moto) do not serve bucket.host names.
+        conf["fs.s3a.path.style.access"] = "true"
+        https = not settings.aws_endpoint_url.startswith("http://")
+        conf["fs.s3a.connection.ssl.enabled"] = str(https).lower()
+    if settings.aws_access_key_id and settings.aws_secret_access_key:
+        conf["fs.s3a.aws.credentials.provider"] = (
+            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+        )
+        conf["fs.s3a.access.key"] = settings.aws_access_key_id.get_secret_value()
+        conf["fs.s3a.secret.key"] = settings.aws_secret_access_key.get_secret_value()
+    return conf
+
+
+def _s3a_spark_conf(settings: Settings) -> dict[str, str]:
+    # As spark.hadoop.* they reach every executor's own Hadoop configuration too, not only
+    # the driver's (configure_s3a), e.g. a cluster's executors writing the table.
+    return {f"spark.hadoop.{k}": v for k, v in s3a_options(settings).items()}
+
+
 def configure_s3a(spark: SparkSession, settings: Settings) -> None:
-    """Point Hadoop's s3a connector at the endpoint, region and credentials in `settings`.
+    """Point the live session's s3a connector at the endpoint, region and credentials.
 
     Works on a live session (Hadoop reads these when it first opens a bucket), so a session
-    built for a local table can still write to s3a://. Credentials are set only when both
-    are configured; otherwise s3a's default chain (env, profile, instance role) applies.
+    built for a local table can still write to s3a://.
     """
     conf: Any = spark.sparkContext._jsc.hadoopConfiguration()
-    conf.set("fs.s3a.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
     # Hadoop 3 has no s3:// filesystem of its own; binding it to S3A lets one
     # HUDI_TABLE_PATH=s3://... serve Spark and hudi-rs alike. A cluster that already binds
     # s3:// (EMR's EMRFS) keeps its own.
     if conf.get("fs.s3.impl") is None:
         conf.set("fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
-    conf.set("fs.s3a.endpoint.region", settings.aws_region)
-    if settings.aws_endpoint_url:
-        conf.set("fs.s3a.endpoint", settings.aws_endpoint_url)
-        # Local S3-compatible servers (MinIO, moto) do not serve bucket.host names.
-        conf.set("fs.s3a.path.style.access", "true")
-        conf.set(
-            "fs.s3a.connection.ssl.enabled",
-            "false" if settings.aws_endpoint_url.startswith("http://") else "true",
-        )
-    if settings.aws_access_key_id and settings.aws_secret_access_key:
-        conf.set(
-            "fs.s3a.aws.credentials.provider",
-            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-        )
-        conf.set("fs.s3a.access.key", settings.aws_access_key_id.get_secret_value())
-        conf.set("fs.s3a.secret.key", settings.aws_secret_access_key.get_secret_value())
+    for key, value in s3a_options(settings).items():
+        conf.set(key, value)

@@ -160,6 +160,18 @@ def write(
     df.write.format("hudi").options(**options).mode("append").save(table_path)
 
 
+def default_quarantine(table_path: str, quarantine_dir: str) -> str:
+    """Where a job's rejects go without `--quarantine`.
+
+    QUARANTINE_DIR (`quarantine_dir`) for a local table, or when it is itself a URI. Beside
+    a table on object storage otherwise (`<table>_quarantine`): Spark's executors write
+    the rejects, and on a cluster they cannot write the driver's disk.
+    """
+    if "://" in quarantine_dir or "://" not in table_path or table_path.startswith("file:"):
+        return quarantine_dir
+    return f"{table_path.rstrip('/')}_quarantine"
+
+
 def normalize_table_path(table_path: str) -> str:
     """Local paths made absolute (Hudi and hudi-rs both want that); URIs kept as they are."""
     if "://" in table_path:

@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.core.catalog import (
@@ -48,6 +47,7 @@ from spark_jobs.inputs import (
 )
 from spark_jobs.table import (
     WriteOperation,
+    default_quarantine,
     has_completed_writes,
     materialize,
     normalize_table_path,
@@ -175,7 +175,9 @@ def upsert_source(
     counts = _count(checked)
     quarantined = counts.read - counts.valid
     written_quarantine = (
-        write_quarantine(checked.filter(F.size(REASONS) > 0), quarantined, quarantine_path)
+        write_quarantine(
+            checked.filter(F.size(REASONS) > 0), quarantined, quarantine_path, table_path
+        )
         if quarantined or quarantine_empty
         else None
     )
@@ -424,17 +426,21 @@ def _table_rows(df: DataFrame) -> DataFrame:
     return df.select(*(F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema()))
 
 
-def write_quarantine(rejects: DataFrame, count: int, path: str | None) -> str | None:
+def write_quarantine(
+    rejects: DataFrame, count: int, path: str | None, table_path: str = ""
+) -> str | None:
     """Rejected rows as JSON (`source`, `reasons`, `row`) in one part file under `path`.
 
     Written by Spark, so `path` may be on any Hadoop filesystem; an existing folder is
     replaced (a rerun of the same inputs rewrites the same rejects, it does not add them).
+    Without `path`, a timestamped folder under table.default_quarantine.
     """
     if path is None:
         if not count:
             return None
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-        path = str(Path(get_settings().quarantine_dir) / f"quarantine-{stamp}")
+        base = default_quarantine(table_path, get_settings().quarantine_dir)
+        path = f"{base.rstrip('/')}/quarantine-{stamp}"
     out = rejects.select(
         rejects[SOURCE].alias("source"),
         rejects[REASONS].alias("reasons"),

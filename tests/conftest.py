@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 # Longest test files first (durations: BENCHMARKS.md, "Set-up and suite"): with whole files
 # per worker, a long file picked up last leaves the other workers idle. Unlisted files follow.
 LONGEST_FIRST = (
+    "tests/e2e/test_spark_cluster.py",
     "tests/sync/test_sync_cluster.py",
     "tests/sync/test_sync_two_syncers.py",
     "tests/sync/test_sync_fence.py",

@@ -10,11 +10,8 @@ and POST /recommend must find each product by meaning, and never the deleted ten
 
 from __future__ import annotations
 
-import socket
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -27,14 +24,11 @@ from spark_jobs.create_table import create_table
 from spark_jobs.delete_products import delete_ids
 from spark_jobs.session import configure_s3a
 from spark_jobs.upsert_products import upsert_rows
+from tests.local_s3 import LocalS3 as LocalS3  # re-exported: tests/spark_jobs/test_ingest.py
+from tests.local_s3 import start_local_s3
 from tests.synctools import product
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
-
-moto_server = pytest.importorskip("moto.server", reason="moto[server] is a dev dependency")
-boto3 = pytest.importorskip("boto3")
-
-_KEY, _SECRET, _REGION = "testing-key", "testing-secret", "us-east-1"
 
 # id, name, description, category, price
 CATALOG = [
@@ -69,48 +63,10 @@ CATALOG = [
 ]
 
 
-@dataclass(frozen=True)
-class LocalS3:
-    endpoint: str
-    bucket: str
-
-    def settings(self) -> dict[str, Any]:
-        """The Settings fields that point Spark and hudi-rs at this server."""
-        return {
-            "aws_endpoint_url": self.endpoint,
-            "aws_region": _REGION,
-            "aws_access_key_id": _KEY,
-            "aws_secret_access_key": _SECRET,
-            "aws_allow_http": True,
-        }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def local_s3() -> Iterator[LocalS3]:
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    # A fresh bucket name per test: Hadoop caches one S3AFileSystem per bucket in the
-    # shared JVM, and a cached one would still point at a previous (stopped) server.
-    bucket = f"lake-{uuid.uuid4().hex[:12]}"
-    boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name=_REGION,
-        aws_access_key_id=_KEY,
-        aws_secret_access_key=_SECRET,
-    ).create_bucket(Bucket=bucket)
-    try:
-        yield LocalS3(endpoint, bucket)
-    finally:
-        server.stop()
+    with start_local_s3() as s3:
+        yield s3
 
 
 def wait_ready(client: TestClient, seconds: float) -> None:
