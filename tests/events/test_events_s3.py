@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,19 +27,14 @@ from app.core.config import Settings
 from app.embedding import Embedder
 from tests.demo_index import build_demo_shard
 from tests.live_server import ServerThread
+from tests.local_s3 import LocalS3
+from tests.spark_cluster import free_port
 
 pytestmark = pytest.mark.slow
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is a dev dependency")
 
 SECRET = "events-s3-test-secret-0123456789"
-KEY, PASSWORD, REGION = "testing-key", "testing-secret", "us-east-1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class S3Server:
@@ -48,10 +42,10 @@ class S3Server:
 
     def __init__(self) -> None:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request
-        self.port = _free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.port = free_port()
         # A fresh bucket name: Hadoop caches one S3AFileSystem per bucket in the shared JVM.
-        self.bucket = f"events-{uuid.uuid4().hex[:12]}"
+        self.s3 = LocalS3(f"http://127.0.0.1:{self.port}", f"events-{uuid.uuid4().hex[:12]}")
+        self.bucket = self.s3.bucket
         self.server: Any = None
 
     def start(self) -> None:
@@ -68,24 +62,10 @@ class S3Server:
         self.server.stop()
 
     def settings(self) -> dict[str, Any]:
-        return {
-            "aws_endpoint_url": self.endpoint,
-            "aws_region": REGION,
-            "aws_access_key_id": KEY,
-            "aws_secret_access_key": PASSWORD,
-            "aws_allow_http": True,
-        }
+        return self.s3.settings()
 
     def client(self) -> Any:
-        import boto3
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name=REGION,
-            aws_access_key_id=KEY,
-            aws_secret_access_key=PASSWORD,
-        )
+        return self.s3.client()
 
     def events(self, prefix: str) -> list[dict[str, Any]]:
         """Every event line in the objects under `prefix/`."""
