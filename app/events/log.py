@@ -31,15 +31,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO, Protocol
 
 from prometheus_client import Counter
 
 from app.core.errors import RecommenderError
 from app.events.records import Interaction
-
-if TYPE_CHECKING:
-    from app.events.shipping import SegmentShipper
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +54,14 @@ EVENTS_LOST = Counter(
     "Impressions not recorded (the answer went out regardless), by reason.",
     ["reason"],
 )
+
+
+class Shipper(Protocol):
+    """Takes closed segments elsewhere (app/events/shipping.py's SegmentShipper)."""
+
+    def wake(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class EventLogError(RecommenderError):
@@ -92,7 +97,7 @@ class EventLog:
         folder: Path,
         flush_seconds: float,
         segment_seconds: float,
-        shipper: SegmentShipper | None = None,
+        shipper: Shipper | None = None,
     ) -> None:
         self.folder = folder
         self.shipper = shipper
