@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry
 from app.api.admission import RetrievalGate
 from app.api.conversation import ConversationCodec, conversation_secret
 from app.core.config import Settings
-from app.embedding import Embedder, embedder_for
+from app.embedding import Embedder
+from app.embedding.exported import serving_embedder
 from app.embedding.onnx_query import build_onnx_query_encoder
 from app.events.ids import RecommendationIds
 from app.events.log import EventLog
@@ -76,11 +77,12 @@ def build_services(settings: Settings) -> Services:
 
     Raises:
         StoreError: the store cannot be opened (locked by another process, wrong dimension).
+        ModelNotExportedError: no export of the model, and no torch to load it (the image).
         LearnedModelError: LEARNED_MODEL names a ranker that cannot be loaded.
     """
     store = open_store(settings)
     try:
-        embedder = embedder_for(settings)
+        embedder = serving_embedder(settings)
         engine = SyncEngine(settings, store, embedder)
         ranker = ranker_for(settings.learned_model)
     except BaseException:

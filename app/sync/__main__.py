@@ -7,7 +7,8 @@
 --full    one cycle that reconciles the whole table (re-embeds only what changed)
 --verify  check the mirror invariant; prints `missing N`, `stale N`, `extra N`; exit 1 if any
 
-Exit codes: 0 done, 1 verify found differences, 2 store/table error, 3 another process
+Exit codes: 0 done, 1 verify found differences, 2 store/table/model error (a model
+with no export and no torch to load it: app/embedding/exported.py), 3 another process
 is syncing the same collection (app/sync/lock.py on this host, app/sync/lease.py across
 hosts sharing a Qdrant server, or took the lease over mid-cycle; --loop waits for it instead).
 """
@@ -21,7 +22,7 @@ import time
 
 from app.core.config import get_settings
 from app.core.logging import configure_logging
-from app.embedding import embedder_for
+from app.embedding.exported import ModelNotExportedError, serving_embedder
 from app.store import StoreError, open_store
 from app.sync.backoff import RetryLoop
 from app.sync.engine import SyncEngine
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_level)
     try:
         store = open_store(settings)
-        embedder = embedder_for(settings)
+        embedder = serving_embedder(settings)
         engine = SyncEngine(settings, store, embedder)
         try:
             if args.verify:
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SyncBusyError, LeaseHeldError, LeaseLostError) as e:
         print(f"busy: {e}", file=sys.stderr)
         return 3
-    except (StoreError, TableReadError) as e:
+    except (StoreError, TableReadError, ModelNotExportedError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

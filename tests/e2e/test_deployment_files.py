@@ -60,8 +60,24 @@ def test_api_image_has_no_jvm_and_runs_as_non_root() -> None:
     # No JDK or JRE, no Maven, nothing from the stage that builds the rules' jar.
     installs = " ".join(re.findall(r"apt-get install[^\n]*", api))
     assert not re.search(r"jdk|jre|java|maven", installs), installs
-    assert "--from" not in api
+    # Only the model's exports come from another stage.
+    assert re.findall(r"--from=(\S+)", api) == ["model"]
     assert re.search(r"^USER app$", api, flags=re.M)
+
+
+def test_api_image_installs_no_torch_and_gets_the_exports() -> None:
+    """The api target installs the project without extras (no torch, no
+    sentence-transformers: the `embed` extra); the `model` stage exports into the folder
+    the api target copies and names as MODEL_CACHE_DIR."""
+    api = _target("api")
+    assert re.findall(r"pip install\s+(.+)$", api, flags=re.M) == ["."]
+    model = _stages()["model"][1]
+    assert '".[embed]"' in model and "python -m app.embedding --portable" in model
+    exports = re.search(r"^ENV MODEL_CACHE_DIR=(\S+)$", model, flags=re.M)
+    assert exports
+    folder = exports.group(1)
+    assert f"COPY --from=model {folder} {folder}" in api
+    assert re.search(rf"^ENV .*MODEL_CACHE_DIR={folder}\b", api, flags=re.M)
 
 
 def test_api_image_copies_no_java_source() -> None:
