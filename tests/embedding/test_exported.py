@@ -33,7 +33,7 @@ from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [
     "waterproof bluetooth speaker for the shower",
-    "a sturdy everyday item for the kitchen aisle " * 30,  # past the 256-token limit
+    "a sturdy everyday item for the kitchen aisle " * 40,  # past the 256-token limit
 ]
 
 pytestmark = pytest.mark.slow
