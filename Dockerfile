@@ -8,8 +8,9 @@
 #                                                       JRE + the product rules' jar + torch
 # The `rules` stage builds that jar (the Maven module rules/, its unit tests included); only
 # the jar leaves it. The `model` stage exports the embedding model to ONNX once (torch and
-# sentence-transformers live there only); only the exports leave it. docker-compose.yml
-# wires the images with a Qdrant server and a shared table volume.
+# sentence-transformers live there only); only the exports leave it, and the `packages`
+# stage's trimmed venv is what the api target runs. docker-compose.yml wires the images
+# with a Qdrant server and a shared table volume.
 
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
@@ -26,14 +27,28 @@ COPY app ./app
 COPY scripts ./scripts
 RUN useradd --create-home --uid 10001 app && mkdir -p /data && chown app /data
 
-# The model's ONNX exports (fp32, int8, tokenizer, export.json: app/embedding/exported.py),
-# made once here; the api target copies only /opt/models. --portable: int8 too, which
-# EMBEDDING_ENCODER=auto picks where the image runs on a VNNI/AMX CPU.
+# The model's ONNX exports (fp32, tokenizer, export.json: app/embedding/exported.py), made
+# once here; the api target copies only /opt/models. EXPORT_INT8=1 adds the int8 export
+# (68 MB), which EMBEDDING_ENCODER=auto picks where the image runs on a VNNI/AMX CPU.
 FROM base AS model
 ARG EMBEDDING_MODEL=
+ARG EXPORT_INT8=
 ENV MODEL_CACHE_DIR=/opt/models
 RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} ".[embed]" \
-    && python -m app.embedding --portable
+    && python -m app.embedding ${EXPORT_INT8:+--int8}
+
+# The api target's Python packages, in a venv trimmed before it is copied (~100 MB): the
+# packages' own test suites removed, the Rust extensions' and pyarrow's symbol tables
+# stripped. Not the vendored `*.libs` (auditwheel-patched: stripped, they fail to load).
+FROM base AS packages
+RUN apt-get update && apt-get install -y --no-install-recommends binutils \
+    && rm -rf /var/lib/apt/lists/*
+RUN python -m venv --without-pip /opt/venv \
+    && pip --python /opt/venv/bin/python install --no-compile . \
+    && site=$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') \
+    && find /opt/venv -type d -name tests -prune -exec rm -rf {} + \
+    && find "$site" -maxdepth 2 -type f \( -name '*.abi3.so' -o -path "$site/pyarrow/lib*.so*" \) \
+        -exec strip --strip-unneeded {} +
 
 # The product rules' jar: a JDK and Maven here only. `package` runs the rules' unit tests.
 FROM python:3.11-slim AS rules
@@ -63,7 +78,12 @@ CMD ["python", "-m", "spark_jobs.demo"]
 FROM base AS api
 # No `embed` extra: ONNX Runtime and the tokenizer run the exports, nothing pulls torch or
 # CUDA libraries. A model that was not exported stops the start with what to do.
-RUN pip install .
+COPY --from=packages /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+# Bytecode for what a start imports, written once here (read-only to `app`; the rest of
+# the packages' ~86 MB of it is left out).
+RUN PYTHONDONTWRITEBYTECODE= python -c "import app.main, app.sync.__main__, \
+    app.embedding.exported, onnxruntime, hudi, qdrant_edge, tokenizers, semantic_text_splitter"
 ARG EMBEDDING_MODEL=
 ENV EMBEDDING_MODEL=${EMBEDDING_MODEL} MODEL_CACHE_DIR=/opt/models
 COPY --from=model /opt/models /opt/models

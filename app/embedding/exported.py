@@ -5,8 +5,8 @@ files in MODEL_CACHE_DIR, `export.json`: which EMBEDDING_MODEL they are, its vec
 space's id, its token limit, the tokenizer file, and torch's own vectors of the probe
 texts. `serving_embedder` (the API and `python -m app.sync`) serves from it without
 importing sentence-transformers or torch: the same engine choice as
-app.embedding.choice (int8 on a VNNI/AMX CPU, else fp32), checked against those recorded
-vectors instead of a live torch. Where there is no such export it loads the model as
+app.embedding.choice (int8 on a VNNI/AMX CPU when exported, else fp32), checked against
+those recorded vectors instead of a live torch. Where there is no such export it loads the model as
 before when sentence-transformers is installed (the `embed` extra), and otherwise stops
 with ModelNotExportedError: an image without torch cannot export at start.
 """
@@ -132,8 +132,9 @@ def load_export(settings: Settings) -> Embedder:
 
     Raises:
         ModelNotExportedError: no export for this model, settings that need torch
-            (EMBEDDING_DEVICE, EMBEDDING_ENCODER=torch), an int8 choice the export lacks,
-            or an export whose vectors do not match the torch vectors recorded with it.
+            (EMBEDDING_DEVICE, EMBEDDING_ENCODER=torch), EMBEDDING_ENCODER=onnx-int8 and
+            no int8 export (`auto` takes fp32 then), or an export whose vectors do not
+            match the torch vectors recorded with it.
     """
     return _load_export(
         settings.model_cache_dir,
@@ -192,7 +193,10 @@ def _load_export(
         raise ModelNotExportedError(cache, f"EMBEDDING_DEVICE={device} / {choice} run torch")
     want_int8, why = wants_int8(choice)
     if want_int8 and export.int8 is None:
-        raise ModelNotExportedError(cache, f"{why}, and the export has no int8 file")
+        if choice != "auto":
+            raise ModelNotExportedError(cache, f"{why}, and the export has no int8 file")
+        # The image ships fp32 only unless built with EXPORT_INT8 (68 MB more).
+        want_int8, why = False, f"{why}, but no int8 export (python -m app.embedding --int8)"
     tokenizer = (cache / export.tokenizer).read_text(encoding="utf-8")
     max_len = export.max_seq_tokens + 2
     opener = onnx_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
@@ -229,6 +233,7 @@ def _write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # readable by every user, as the ONNX files (onnx_export._atomic)
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """The model served from its export (app/embedding/exported.py): the vectors of the model
 loaded with sentence-transformers, in a process that never imports torch.
 
-The export is made once for the module (`python -m app.embedding --portable` in-process:
+The export is made once for the module (`python -m app.embedding --int8` in-process:
 fp32, int8, tokenizer, export.json) into a tmp folder. The service test starts the API
 image's own command (scripts/serve.sh, real uvicorn) over a committed Spark-written Hudi
 table and reads the server's memory map from /proc: no torch library is loaded.
@@ -46,7 +46,7 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         m.setenv("MODEL_CACHE_DIR", str(cache))
         get_settings.cache_clear()
         try:
-            assert export_cli.main(["--portable"]) == 0
+            assert export_cli.main(["--int8"]) == 0
         finally:
             get_settings.cache_clear()
     yield cache
