@@ -22,9 +22,9 @@ WORKDIR /srv
 # torch (the model stage, the spark image) from PyPI brings CUDA wheels (~4 GB); the CPU
 # index keeps them smaller where it is reachable. TORCH_INDEX_URL= (empty): PyPI only.
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# The api target's and the model stage's dependencies install from these alone (the code
+# runs from /srv, copied after them): a change to the code reuses those layers.
 COPY pyproject.toml README.md ./
-COPY app ./app
-COPY scripts ./scripts
 RUN useradd --create-home --uid 10001 app && mkdir -p /data && chown app /data
 
 # The model's ONNX exports (fp32, tokenizer, export.json: app/embedding/exported.py), made
@@ -34,8 +34,9 @@ FROM base AS model
 ARG EMBEDDING_MODEL=
 ARG EXPORT_INT8=
 ENV MODEL_CACHE_DIR=/opt/models
-RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} ".[embed]" \
-    && python -m app.embedding ${EXPORT_INT8:+--int8}
+RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} ".[embed]"
+COPY app ./app
+RUN python -m app.embedding ${EXPORT_INT8:+--int8}
 
 # The api target's Python packages, in a venv trimmed before it is copied (~100 MB): the
 # packages' own test suites removed, the Rust extensions' and pyarrow's symbol tables
@@ -63,7 +64,10 @@ FROM base AS spark
 # A JRE runs Spark and the prebuilt rules; Maven (on that JRE) fetches the Hudi bundle.
 RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
     && rm -rf /var/lib/apt/lists/*
+COPY app ./app
+COPY scripts ./scripts
 COPY spark_jobs ./spark_jobs
+# Installed with the code: Spark's Python workers import app and spark_jobs from site-packages.
 RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} ".[spark,embed]"
 COPY data/demo ./data/demo
 COPY --from=rules /rules/target/product-rules.jar /opt/product-rules/product-rules.jar
@@ -80,6 +84,8 @@ FROM base AS api
 # CUDA libraries. A model that was not exported stops the start with what to do.
 COPY --from=packages /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
+COPY app ./app
+COPY scripts ./scripts
 # Bytecode for what a start imports, written once here (read-only to `app`; the rest of
 # the packages' ~86 MB of it is left out).
 RUN PYTHONDONTWRITEBYTECODE= python -c "import app.main, app.sync.__main__, \
