@@ -105,6 +105,10 @@ def test_an_export_that_does_not_fit_is_refused_with_the_reason(
     (bad / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(ModelNotExportedError, match="do not match"):
         load_export(_settings(bad, embedding_encoder="onnx-fp32"))
+    manifest["int8"] = None  # exported without --int8 (the image's default)
+    (bad / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ModelNotExportedError, match="no int8 file"):
+        load_export(_settings(bad, embedding_encoder="onnx-int8"))
     (bad / manifest["fp32"]).unlink()
     with pytest.raises(ModelNotExportedError, match="which is missing"):
         load_export(_settings(bad))
