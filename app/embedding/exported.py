@@ -188,7 +188,8 @@ def _load_export(
     cache = export_dir(cache_dir)
     export = read_export(cache)
     if export.model != model:
-        raise ModelNotExportedError(cache, f"it holds EMBEDDING_MODEL={export.model!r}")
+        packaged = "" if export.model else " (the packaged all-MiniLM-L6-v2)"
+        raise ModelNotExportedError(cache, f"it holds EMBEDDING_MODEL={export.model!r}{packaged}")
     if device != "cpu" or choice == "torch":
         raise ModelNotExportedError(cache, f"EMBEDDING_DEVICE={device} / {choice} run torch")
     want_int8, why = wants_int8(choice)
