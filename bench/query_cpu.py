@@ -66,6 +66,7 @@ def main() -> None:
     configure_logging("WARNING")
     settings = Settings()
     embedder = embedder_for(settings)
+    assert embedder.model is not None  # embedder_for loads it (an export has none)
     lines = DEFAULT_QUERIES.read_text(encoding="utf-8").splitlines()
     queries = [json.loads(line)["query"] for line in lines if line.strip()]
     fp32 = export_fp32(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set-up, idempotent: .venv exactly as uv.lock pins it (with the spark extra and the dev
-# group), and the embedding model's ONNX exports in data/models.
+# Set-up, idempotent: .venv exactly as uv.lock pins it (with the embed and spark extras and
+# the dev group), and the embedding model's ONNX exports in data/models.
 #   ./scripts/bootstrap.sh           what ./test.sh --fast and the service need: no JVM
 #   ./scripts/bootstrap.sh --spark   also the JVM pieces of the Spark jobs (a JDK and Maven):
 #                                    the Hudi bundle + s3a jars in ~/.m2, the rules' jar
@@ -20,17 +20,18 @@ fi
 want=$(cat pyproject.toml uv.lock | sha256sum | cut -d' ' -f1)
 if [ "$(cat .venv/.synced 2>/dev/null)" != "$want" ]; then
   log "uv sync (first run: ~1-3 min and ~4 GB with torch; seconds with a warm uv cache)"
-  "$uv" sync --locked --extra spark -q
+  "$uv" sync --locked --extra embed --extra spark -q
   echo "$want" > .venv/.synced
 fi
 
 # The ONNX exports the service's first start and each test process would otherwise make
-# (each its own export); skipped while data/models' stamp matches the lock and the export code.
+# (each its own export), and export.json, with which the service serves them without torch;
+# skipped while data/models' stamp matches the lock and the export code.
 # Not fatal: the service exports at start when this fails. It imports most of what the
 # tests and the service do: with bytecode written (our machines set PYTHONDONTWRITEBYTECODE=1;
 # uv installs none), they find torch, transformers and onnx compiled.
 unset PYTHONDONTWRITEBYTECODE
-stamp=$(cat uv.lock app/embedding/onnx_export.py app/embedding/choice.py | sha256sum)
+stamp=$(cat uv.lock app/embedding/{onnx_export,choice,exported}.py | sha256sum)
 out=$(mktemp)
 if ! HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
   .venv/bin/python -m app.embedding --stamp "${stamp%% *}" >"$out" 2>&1; then

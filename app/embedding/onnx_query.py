@@ -34,7 +34,11 @@ def build_onnx_query_encoder(embedder: Embedder, cache_dir: str) -> OnnxEncoder 
     try:
         if embedder.onnx is not None:
             path = embedder.onnx.model_path
-        elif embedder.encoder != "torch-cpu" or not exportable(embedder.model):
+        elif (
+            embedder.encoder != "torch-cpu"
+            or embedder.model is None
+            or not exportable(embedder.model)
+        ):
             logger.info("query encoder: the document encoder (%s)", embedder.encoder)
             return None
         else:

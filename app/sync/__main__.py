@@ -12,7 +12,8 @@ With LEARNED_MODEL (or EMBEDDING_MODEL) naming another encoder than the serving 
 each cycle also builds that encoder's index beside it and switches once it verifies
 (app/sync/switch.py).
 
-Exit codes: 0 done, 1 verify found differences, 2 store/table error, 3 another process
+Exit codes: 0 done, 1 verify found differences, 2 store/table/model error (a model
+with no export and no torch to load it: app/embedding/exported.py), 3 another process
 is syncing the same collection (app/sync/lock.py on this host, app/sync/lease.py across
 hosts sharing a Qdrant server, or took the lease over mid-cycle; --loop waits for it instead).
 """

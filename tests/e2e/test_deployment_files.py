@@ -60,8 +60,27 @@ def test_api_image_has_no_jvm_and_runs_as_non_root() -> None:
     # No JDK or JRE, no Maven, nothing from the stage that builds the rules' jar.
     installs = " ".join(re.findall(r"apt-get install[^\n]*", api))
     assert not re.search(r"jdk|jre|java|maven", installs), installs
-    assert "--from" not in api
+    # Only the Python packages and the model's exports come from other stages.
+    assert sorted(re.findall(r"--from=(\S+)", api)) == ["model", "packages"]
     assert re.search(r"^USER app$", api, flags=re.M)
+
+
+def test_api_image_installs_no_torch_and_gets_the_exports() -> None:
+    """The api target runs the `packages` stage's venv: the project without extras (no
+    torch, no sentence-transformers: the `embed` extra); the `model` stage exports into
+    the folder the api target copies and names as MODEL_CACHE_DIR."""
+    api = _target("api")
+    assert "pip install" not in api
+    packages = _stages()["packages"][1]
+    assert re.findall(r"pip .*install (.+) \\$", packages, flags=re.M) == ["--no-compile ."]
+    assert "COPY --from=packages /opt/venv /opt/venv" in api
+    model = _stages()["model"][1]
+    assert '".[embed]"' in model and "python -m app.embedding" in model
+    exports = re.search(r"^ENV MODEL_CACHE_DIR=(\S+)$", model, flags=re.M)
+    assert exports
+    folder = exports.group(1)
+    assert f"COPY --from=model {folder} {folder}" in api
+    assert re.search(rf"^ENV .*MODEL_CACHE_DIR={folder}\b", api, flags=re.M)
 
 
 def test_api_image_copies_no_java_source() -> None:

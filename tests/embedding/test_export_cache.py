@@ -21,7 +21,7 @@ def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]
     get_settings.cache_clear()  # Settings are read once per process
     made: list[str] = []
 
-    def export(settings: Settings) -> list[Path]:
+    def export(settings: Settings, int8: bool = False) -> list[Path]:
         models = Path(settings.model_cache_dir)
         models.mkdir(parents=True, exist_ok=True)
         made.append("export")
