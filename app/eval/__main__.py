@@ -179,11 +179,11 @@ def _print(report: EvalReport, per_query: bool) -> None:
         )
 
 
-def _print_recommend(report: RecommendReport, ranker: Ranker | None, settings: Settings) -> None:
+def _print_recommend(report: RecommendReport, retriever: Retriever) -> None:
     cut = (
-        f"P(relevant) < {settings.ranker_min_probability}"
-        if ranker is not None
-        else f"margin {settings.relevance_margin}"
+        f"P(relevant) < {retriever.min_probability:g}"
+        if retriever.ranks_by_probability
+        else f"margin {retriever.relevance_margin}"
     )
     print(f"condensed nDCG@{report.k} recommend {report.mean:.4f}   ({report.seconds:.1f}s)")
     c = report.cut
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f", fold {args.fold} of {args.folds}" if args.fold is not None else "")
     )
     _print(report, args.per_query)
-    _print_recommend(recommend, ranker, settings)
+    _print_recommend(recommend, rankings["service"])
     if constraint_lines:
         print("\n".join(constraint_lines))
     return 0

@@ -34,6 +34,18 @@ from app.store.hybrid import FusionSpec, RetrievalMode, SparseVec, query_sparse
 logger = logging.getLogger(__name__)
 
 
+# The cut's threshold when neither RANKER_MIN_PROBABILITY nor the model's cut.json sets one.
+DEFAULT_MIN_PROBABILITY = 0.3
+
+
+def _min_probability(settings: Settings, ranker: Ranker | None) -> float:
+    if settings.ranker_min_probability is not None:
+        return settings.ranker_min_probability
+    if ranker is not None and ranker.min_probability is not None:
+        return ranker.min_probability
+    return DEFAULT_MIN_PROBABILITY
+
+
 def chunk_body(text: str) -> str:
     """A chunk's text without its header line (the product name).
 
@@ -101,7 +113,7 @@ class Retriever:
         self.store = store
         self.ranker = ranker
         self.ranker_candidates = settings.ranker_candidates
-        self.min_probability = settings.ranker_min_probability
+        self.min_probability = _min_probability(settings, ranker)
         self.similarity_threshold = settings.similarity_threshold
         self.chunks_per_product = settings.max_chunks_per_product
         self.default_top_k = settings.vector_search_top_k
