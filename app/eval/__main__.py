@@ -12,7 +12,8 @@ them (dense + BM25 in the embedded engine): `dense` and `bm25` are the two branc
 `service` is what the settings select (RETRIEVAL_MODE, default hybrid) and `recommend` is
 the `/recommend` path (query understanding, ranking, cut off; app.eval.recommend), printed
 with the cut's effect on its top k. `--model` (default LEARNED_MODEL) scores a learned
-model: its encoder builds the index and its ranker re-orders `service` and `recommend`.
+model: its encoder builds the index and its ranker re-orders `service` and `recommend`
+(the first RANKER_CANDIDATES of the top `--depth`, as the service re-orders a page).
 `--folds K --fold F` scores only the queries of fold F (app.eval.folds), the ones a model
 trained with `python -m app.learn.ranker --holdout F` never saw. The comparison flags
 (--fusion, --rrf-k, --fusion-*-weight, --feedback-*) add one more hybrid ranking, named

@@ -118,13 +118,20 @@ class Ranker:
         return self.calibration(self.scores(matrix) if scores is None else scores)
 
     def rank(
-        self, text: str, flt: SearchFilter | None, hits: Sequence[ProductHit]
+        self,
+        text: str,
+        flt: SearchFilter | None,
+        hits: Sequence[ProductHit],
+        reorder: int | None = None,
     ) -> list[RankedHit]:
-        """The candidates best first by the ranker, each with its P(relevant)."""
+        """The candidates best first by the ranker, each with its P(relevant); with
+        `reorder`, only the first `reorder` are re-ordered and the rest follow in their
+        order (a deeper page than the ranker serves keeps the top it would serve)."""
         matrix = feature_matrix(text, flt, hits)
         raw = self.scores(matrix)
         probability = self.probabilities(matrix, raw)
-        order = np.argsort(-raw, kind="stable")
+        n = len(hits) if reorder is None else min(reorder, len(hits))
+        order = [*np.argsort(-raw[:n], kind="stable").tolist(), *range(n, len(hits))]
         return [RankedHit(hits[i], float(raw[i]), float(probability[i])) for i in order]
 
 

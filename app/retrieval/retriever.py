@@ -9,9 +9,10 @@ so a filter never shrinks a page that enough matching products could fill. A pro
 ranks by its best chunk.
 
 With a learned ranker (LEARNED_MODEL, app.ranking) a hybrid search fetches
-RANKER_CANDIDATES products (or the page, if larger), re-orders them by the ranker and
-scores each with its calibrated probability of relevance; without one, the fused order
-and score as they are. `candidates` is the search alone, what training reads features of.
+RANKER_CANDIDATES products (or the page, if larger), re-orders the first
+RANKER_CANDIDATES by the ranker (a larger page keeps the rest in the fused order below
+them) and scores each with its calibrated probability of relevance; without one, the fused
+order and score as they are. `candidates` is the search alone, what training reads features of.
 """
 
 from __future__ import annotations
@@ -163,7 +164,9 @@ class Retriever:
         if self.ranker is None or not self._fused_by_relevance(mode):
             return [to_retrieved(h) for h in self.candidates(q, limit, flt, mode=mode)]
         hits = self.candidates(q, max(limit, self.ranker_candidates), flt, mode=mode)
-        ranked = self.ranker.rank(q.text, flt, hits)[:limit]
+        # A page deeper than RANKER_CANDIDATES (app.eval's top 100) keeps the top the service
+        # shows: the ranker re-orders the first RANKER_CANDIDATES, the rest stay fused.
+        ranked = self.ranker.rank(q.text, flt, hits, self.ranker_candidates)[:limit]
         return [to_retrieved(r.hit, r.probability) for r in ranked]
 
     def candidates(

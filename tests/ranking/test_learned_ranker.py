@@ -226,6 +226,24 @@ def test_the_model_carries_the_cut_it_chose_by_cross_validation(
         assert [p.id for p in kept] == [p.id for p in uncut if p.score >= cut["min_probability"]]
 
 
+def test_a_page_deeper_than_the_ranker_serves_keeps_the_fused_order_below_it(
+    trained: tuple[Path, dict[str, Any]], store: VectorStore, embedder: Any
+) -> None:
+    """RANKER_CANDIDATES=3: a page of 12 is the ranker's order of the fused top 3, then
+    the fused 4th to 12th as they were; the top 3 are what a page of 3 shows."""
+    settings = Settings(similarity_threshold=0.0, ranker_candidates=3)
+    ranker = Ranker.load(trained[0] / "ranker")
+    learned = Retriever(embedder, store, settings, ranker=ranker)
+    reordered = 0
+    for topic in TOPICS:
+        fused = [h.product_id for h in learned.candidates(topic, 12)]
+        page = [p.id for p in learned.retrieve(topic, 12)]
+        assert sorted(page[:3]) == sorted(fused[:3]) and page[3:] == fused[3:]
+        assert page[:3] == [p.id for p in learned.retrieve(topic, 3)]
+        reordered += page[:3] != fused[:3]
+    assert reordered >= len(TOPICS) // 2
+
+
 def test_without_a_ranker_the_ranking_is_the_fused_one(store: VectorStore, embedder: Any) -> None:
     """No LEARNED_MODEL: `retrieve` is the store's fused search as it was, score for score,
     and the fusion's formula is unchanged (cosine + 0.4 x BM25 / the best BM25)."""
