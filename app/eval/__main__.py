@@ -34,6 +34,7 @@ from typing import get_args
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.embedding import embedder_for
+from app.embedding.learned import learned_embedder
 from app.eval.constraints import (
     DEFAULT_CONSTRAINTS,
     load_constraint_cases,
@@ -210,12 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = str(args.model) if args.model else settings.learned_model
     try:
         ranker = ranker_for(model_dir)
-        encoder = load_learned_model(model_dir).encoder_dir if model_dir else None
+        model = load_learned_model(model_dir) if model_dir else None
     except LearnedModelError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if encoder is not None:
-        settings = settings.model_copy(update={"embedding_model": str(encoder)})
+    if model is not None and model.encoder_dir is not None:
+        settings = settings.model_copy(update={"embedding_model": str(model.encoder_dir)})
     products_path, queries_path, qrels_path = args.products, args.queries, args.qrels
     if args.dataset is not None:
         products_path = args.dataset / PRODUCTS_FILE
@@ -231,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot read eval files: {e}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    embedder = CachedEmbedder.wrap(embedder_for(settings), args.cache_dir)
+    # A fine-tuned encoder goes by its weights' id (the vector cache's key), not its folder.
+    engine = (model and learned_embedder(model, settings)) or embedder_for(settings)
+    embedder = CachedEmbedder.wrap(engine, args.cache_dir)
     with tempfile.TemporaryDirectory(prefix="eval-index-") as folder:
         try:
             store = build_chunk_index(products, settings, embedder, path=folder)

@@ -51,6 +51,7 @@ import numpy.typing as npt
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.embedding import embedder_for
+from app.embedding.learned import encoder_embedder
 from app.eval.data import (
     PRODUCTS_FILE,
     QRELS_FILE,
@@ -63,6 +64,7 @@ from app.eval.folds import fold_of
 from app.eval.index import build_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
+from app.learn.encoder import weights_id
 from app.learned import MANIFEST, MANIFEST_FORMAT
 from app.query import OfflineQueryParser, plan_filters
 from app.query.category import CategoryVocabulary
@@ -426,7 +428,12 @@ def train_ranker(
     base = settings.model_copy(update={"learned_model": ""})
     if encoder_dir is not None:
         base = base.model_copy(update={"embedding_model": str(encoder_dir)})
-    embedder = CachedEmbedder.wrap(embedder_for(base), cache_dir)
+        # By its weights' id and with its own ONNX exports: a folder's name ("encoder") is
+        # the same for every fine-tune, and would share one vector cache and one export.
+        engine = encoder_embedder(encoder_dir, weights_id(encoder_dir), base)
+    else:
+        engine = embedder_for(base)
+    embedder = CachedEmbedder.wrap(engine, cache_dir)
     with tempfile.TemporaryDirectory(prefix="ranker-index-") as folder:
         store = build_chunk_index(products, base, embedder, path=folder)
         embedder.save()
