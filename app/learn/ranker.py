@@ -34,6 +34,7 @@ relevant" is not what a shopper asked for.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import statistics
@@ -250,6 +251,26 @@ def choose_cut(tops: Sequence[ShownTop], relevant: float) -> dict[str, float]:
     return best
 
 
+def nested_cut(
+    rows: Sequence[QueryRows], tops: Sequence[ShownTop], folds: Sequence[int], relevant: float
+) -> dict[str, Any]:
+    """The cut judged on folds its threshold was not chosen on: for each fold, the threshold
+    `choose_cut` picks from the other folds' out-of-fold tops, applied to this fold's."""
+    per_fold = []
+    kept: list[ShownTop] = []
+    for f in folds:
+        mine = [t for r, t in zip(rows, tops, strict=True) if r.fold == f]
+        others = [t for r, t in zip(rows, tops, strict=True) if r.fold != f]
+        if not mine or not others:
+            continue
+        t = choose_cut(others, relevant)["min_probability"]
+        per_fold.append({"fold": f, **cut_at(mine, relevant, t)})
+        # Each fold's tops with the probabilities cut at its own threshold, pooled below.
+        kept += [ShownTop(x.grades, x.probability - t) for x in mine]
+    pooled = {k: v for k, v in cut_at(kept, relevant, 0.0).items() if k != "min_probability"}
+    return {"per_fold": per_fold, "pooled": pooled}
+
+
 def _ndcg(order: Sequence[int], rows: QueryRows) -> float:
     """Condensed nDCG@K of the query's judged candidates in `order`, against every
     judgment (a judged product the retrieval missed counts, as in app.eval)."""
@@ -327,6 +348,7 @@ def fit(
     calibration = fit_isotonic(oof, is_relevant)
     tops = [shown_top(shown[r.qid][0], r, calibration(shown[r.qid][1])) for r in scored]
     cut = choose_cut(tops, relevant)
+    held_out_cut = nested_cut(scored, tops, used, relevant)
     logger.info(
         "cut out of fold: P(relevant) < %.2f removes %.1f%% of the judged-relevant and %.1f%% "
         "of the judged-irrelevant products in the top %d",
@@ -363,6 +385,7 @@ def fit(
             **calibration_quality(calibration, oof, is_relevant),
         },
         "cut": {"budget_relevant_removed": CUT_RELEVANT_BUDGET, **cut},
+        "cut_held_out": held_out_cut,
         "cut_out_of_fold": [cut_at(tops, relevant, t) for t in CUT_GRID],
         "rows": int(sum(len(r.grades) for r in rows)),
         "queries": len(rows),
@@ -398,6 +421,7 @@ def train_ranker(
     *,
     holdout: int | None = None,
     cache_dir: Path = DEFAULT_CACHE_DIR,
+    max_queries: int = 0,
 ) -> dict[str, Any]:
     """Train, cross-validate and save a ranker into `out_dir / "ranker"`.
 
@@ -410,6 +434,8 @@ def train_ranker(
         folds: k of the k-fold by query (>= 2).
         seed: LightGBM's seed (training is deterministic given it).
         holdout: a fold left out of all training (for an honest `app.eval --fold`).
+        max_queries: train on this many judged queries at most (0: all), a sample by a
+            hash of the qid (a budget on a crowded machine).
         cache_dir: the eval's dense vector cache.
 
     Returns:
@@ -423,6 +449,10 @@ def train_ranker(
     queries = [
         (q.qid, q.query) for q in load_queries(judgments_dir / QUERIES_FILE) if qrels.get(q.qid)
     ]
+    if max_queries:
+        # A sample that does not depend on the file's order: the first by a hash of the qid.
+        queries = sorted(queries, key=lambda q: hashlib.sha256(q[0].encode()).hexdigest())
+        queries = queries[:max_queries]
     products = load_products(judgments_dir / PRODUCTS_FILE)
     top_grade = max(g for grades in qrels.values() for g in grades.values())
     base = settings.model_copy(update={"learned_model": ""})
@@ -469,6 +499,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--holdout", type=int, help="a fold no model trains on (see app.eval --fold)")
+    p.add_argument(
+        "--max-queries", type=int, default=0, help="a sample of the judged queries (0: all)"
+    )
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     return p.parse_args(argv)
 
@@ -487,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seed,
         settings,
         holdout=args.holdout,
+        max_queries=args.max_queries,
         cache_dir=args.cache_dir,
     )
     manifest_path = args.out / MANIFEST
@@ -506,6 +540,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"chosen cut P < {cut['min_probability']:.2f}: relevant removed "
         f"{cut['relevant_removed']:.3f}, irrelevant removed {cut['irrelevant_removed']:.3f}"
+    )
+    held = report["cut_held_out"]["pooled"]
+    print(
+        f"cut chosen without the fold it is judged on: relevant removed "
+        f"{held['relevant_removed']:.3f}, irrelevant removed {held['irrelevant_removed']:.3f}"
     )
     for row in report["cut_out_of_fold"]:
         print(
