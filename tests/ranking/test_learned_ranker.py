@@ -210,6 +210,13 @@ def test_the_model_carries_the_cut_it_chose_by_cross_validation(
     assert cut["relevant_removed"] <= CUT_RELEVANT_BUDGET
     # On this set price separates: the chosen cut removes most dear products out of fold.
     assert cut["irrelevant_removed"] >= 0.8 and cut["irrelevant"] >= len(TOPICS)
+    # Judged on folds its threshold was not chosen on, the cut still separates here.
+    held = report["cut_held_out"]
+    assert [f["fold"] for f in held["per_fold"]] == list(range(FOLDS))
+    assert held["pooled"]["relevant"] + held["pooled"]["irrelevant"] == sum(
+        f["relevant"] + f["irrelevant"] for f in held["per_fold"]
+    )
+    assert held["pooled"]["irrelevant_removed"] >= 0.8
     following = [
         r for r in report["cut_out_of_fold"] if r["min_probability"] > cut["min_probability"]
     ]
