@@ -130,9 +130,10 @@ class Settings(BaseSettings):
     relevance_margin: float = Field(0.35, gt=0, le=2)
     # With a learned ranker (LEARNED_MODEL): how many fused candidates it re-orders per
     # search (or the page, if larger), and the calibrated P(relevant) below which a product
-    # is not shown as a match (it replaces RELEVANCE_MARGIN then).
+    # is not shown as a match (it replaces RELEVANCE_MARGIN then). Unset: the threshold the
+    # model chose by cross-validation (its ranker/cut.json), else 0.3.
     ranker_candidates: int = Field(30, ge=1, le=200)
-    ranker_min_probability: float = Field(0.3, ge=0, le=1)
+    ranker_min_probability: float | None = Field(None, ge=0, le=1)
     # Query embeddings + searches run at once (CPU work); past RETRIEVAL_MAX_WAITING more
     # waiting for a slot, requests get a 503 with Retry-After at once.
     retrieval_concurrency: int = Field(4, ge=1, le=256)

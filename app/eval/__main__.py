@@ -12,7 +12,8 @@ them (dense + BM25 in the embedded engine): `dense` and `bm25` are the two branc
 `service` is what the settings select (RETRIEVAL_MODE, default hybrid) and `recommend` is
 the `/recommend` path (query understanding, ranking, cut off; app.eval.recommend), printed
 with the cut's effect on its top k. `--model` (default LEARNED_MODEL) scores a learned
-model: its encoder builds the index and its ranker re-orders `service` and `recommend`.
+model: its encoder builds the index and its ranker re-orders `service` and `recommend`
+(the first RANKER_CANDIDATES of the top `--depth`, as the service re-orders a page).
 `--folds K --fold F` scores only the queries of fold F (app.eval.folds), the ones a model
 trained with `python -m app.learn.ranker --holdout F` never saw. The comparison flags
 (--fusion, --rrf-k, --fusion-*-weight, --feedback-*) add one more hybrid ranking, named
@@ -33,6 +34,7 @@ from typing import get_args
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.embedding import embedder_for
+from app.embedding.learned import learned_embedder
 from app.eval.constraints import (
     DEFAULT_CONSTRAINTS,
     load_constraint_cases,
@@ -179,11 +181,11 @@ def _print(report: EvalReport, per_query: bool) -> None:
         )
 
 
-def _print_recommend(report: RecommendReport, ranker: Ranker | None, settings: Settings) -> None:
+def _print_recommend(report: RecommendReport, retriever: Retriever) -> None:
     cut = (
-        f"P(relevant) < {settings.ranker_min_probability}"
-        if ranker is not None
-        else f"margin {settings.relevance_margin}"
+        f"P(relevant) < {retriever.min_probability:g}"
+        if retriever.ranks_by_probability
+        else f"margin {retriever.relevance_margin}"
     )
     print(f"condensed nDCG@{report.k} recommend {report.mean:.4f}   ({report.seconds:.1f}s)")
     c = report.cut
@@ -209,12 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = str(args.model) if args.model else settings.learned_model
     try:
         ranker = ranker_for(model_dir)
-        encoder = load_learned_model(model_dir).encoder_dir if model_dir else None
+        model = load_learned_model(model_dir) if model_dir else None
     except LearnedModelError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if encoder is not None:
-        settings = settings.model_copy(update={"embedding_model": str(encoder)})
+    if model is not None and model.encoder_dir is not None:
+        settings = settings.model_copy(update={"embedding_model": str(model.encoder_dir)})
     products_path, queries_path, qrels_path = args.products, args.queries, args.qrels
     if args.dataset is not None:
         products_path = args.dataset / PRODUCTS_FILE
@@ -230,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot read eval files: {e}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    embedder = CachedEmbedder.wrap(embedder_for(settings), args.cache_dir)
+    # A fine-tuned encoder goes by its weights' id (the vector cache's key), not its folder.
+    engine = (model and learned_embedder(model, settings)) or embedder_for(settings)
+    embedder = CachedEmbedder.wrap(engine, args.cache_dir)
     with tempfile.TemporaryDirectory(prefix="eval-index-") as folder:
         try:
             store = build_chunk_index(products, settings, embedder, path=folder)
@@ -269,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f", fold {args.fold} of {args.folds}" if args.fold is not None else "")
     )
     _print(report, args.per_query)
-    _print_recommend(recommend, ranker, settings)
+    _print_recommend(recommend, rankings["service"])
     if constraint_lines:
         print("\n".join(constraint_lines))
     return 0

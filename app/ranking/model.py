@@ -1,10 +1,17 @@
 """A learned ranker as the service runs it: load the folder, score candidates, re-order.
 
-The folder (app.learned's `ranker/`): `model.txt` (a LightGBM booster), `features.json`
-(the feature names in column order; they must be `app.ranking.features.FEATURES`) and
-`calibration.json` (ranker score -> P(relevant), app.ranking.calibration). Candidates are
-re-ordered by the booster's score (ties keep the retriever's order) and carry the
+The folder (app.learned's `ranker/`): `model.txt` (a LightGBM lambdarank booster: the
+order), `features.json` (the feature names in column order; they must be
+`app.ranking.features.FEATURES`), `calibration.json` (score -> P(relevant),
+app.ranking.calibration) and, optionally, `classifier.txt` (a LightGBM binary booster
+whose output the calibration maps; without it the calibration maps the order's score) and
+`cut.json` (`min_probability`: the cut's threshold chosen by cross-validation). Candidates
+are re-ordered by the order's score (ties keep the retriever's order) and carry the
 calibrated probability, which the relevance cut reads.
+
+Why two boosters: a lambdarank score only orders one query's candidates (its scale moves
+from query to query), so a probability read off it cannot say "this product is not a
+match" across queries; a binary objective on the same rows can.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from app.store.base import ProductHit, SearchFilter
 logger = logging.getLogger(__name__)
 
 MODEL_FILE, FEATURES_FILE, CALIBRATION_FILE = "model.txt", "features.json", "calibration.json"
+CLASSIFIER_FILE, CUT_FILE = "classifier.txt", "cut.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +47,21 @@ class RankedHit:
 class Ranker:
     """A loaded ranker; `rank` is thread-safe (LightGBM predicts without shared state)."""
 
-    def __init__(self, booster: Any, calibration: Calibration, folder: Path) -> None:
+    def __init__(
+        self,
+        booster: Any,
+        calibration: Calibration,
+        folder: Path,
+        *,
+        classifier: Any = None,
+        min_probability: float | None = None,
+    ) -> None:
         self._booster = booster
+        self._classifier = classifier
         self.calibration = calibration
         self.folder = folder
+        # The cut's cross-validated threshold (cut.json); None: the setting decides.
+        self.min_probability = min_probability
 
     @classmethod
     def load(cls, folder: str | Path) -> Ranker:
@@ -56,30 +75,71 @@ class Ranker:
                 json.loads((root / CALIBRATION_FILE).read_text(encoding="utf-8"))
             )
             booster = lgb.Booster(model_file=str(root / MODEL_FILE))
+            classifier = (
+                lgb.Booster(model_file=str(root / CLASSIFIER_FILE))
+                if (root / CLASSIFIER_FILE).is_file()
+                else None
+            )
+            cut = (
+                json.loads((root / CUT_FILE).read_text(encoding="utf-8"))
+                if (root / CUT_FILE).is_file()
+                else {}
+            )
+            min_probability = cut.get("min_probability")
+            if min_probability is not None and not 0 <= float(min_probability) <= 1:
+                raise ValueError(f"cut.json: min_probability {min_probability} not in [0, 1]")
         except (OSError, ValueError, KeyError, lgb.basic.LightGBMError) as e:
             raise LearnedModelError(root, f"unreadable ranker: {e}") from e
         if tuple(names) != FEATURES:
             raise LearnedModelError(
                 root, f"ranker trained on features {names}, this code computes {list(FEATURES)}"
             )
-        if booster.num_feature() != len(FEATURES):
-            raise LearnedModelError(root, f"model.txt has {booster.num_feature()} features")
-        return cls(booster, calibration, root)
+        for name, model in ((MODEL_FILE, booster), (CLASSIFIER_FILE, classifier)):
+            if model is not None and model.num_feature() != len(FEATURES):
+                raise LearnedModelError(root, f"{name} has {model.num_feature()} features")
+        return cls(
+            booster,
+            calibration,
+            root,
+            classifier=classifier,
+            min_probability=None if min_probability is None else float(min_probability),
+        )
 
     def scores(self, matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        if len(matrix) == 0:
-            return np.zeros(0)
-        # One thread: a request scores a few dozen rows, where threads only add waits.
-        return np.asarray(self._booster.predict(matrix, num_threads=1), dtype=np.float64)
+        """The order's raw scores (higher first)."""
+        return _predict(self._booster, matrix)
+
+    def probabilities(
+        self, matrix: npt.NDArray[np.float64], scores: npt.NDArray[np.float64] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Calibrated P(relevant) per row (`scores`: the order's, if already computed)."""
+        if self._classifier is not None:
+            return self.calibration(_predict(self._classifier, matrix))
+        return self.calibration(self.scores(matrix) if scores is None else scores)
 
     def rank(
-        self, text: str, flt: SearchFilter | None, hits: Sequence[ProductHit]
+        self,
+        text: str,
+        flt: SearchFilter | None,
+        hits: Sequence[ProductHit],
+        reorder: int | None = None,
     ) -> list[RankedHit]:
-        """The candidates best first by the ranker, each with its P(relevant)."""
-        raw = self.scores(feature_matrix(text, flt, hits))
-        probability = self.calibration(raw)
-        order = np.argsort(-raw, kind="stable")
+        """The candidates best first by the ranker, each with its P(relevant); with
+        `reorder`, only the first `reorder` are re-ordered and the rest follow in their
+        order (a deeper page than the ranker serves keeps the top it would serve)."""
+        matrix = feature_matrix(text, flt, hits)
+        raw = self.scores(matrix)
+        probability = self.probabilities(matrix, raw)
+        n = len(hits) if reorder is None else min(reorder, len(hits))
+        order = [*np.argsort(-raw[:n], kind="stable").tolist(), *range(n, len(hits))]
         return [RankedHit(hits[i], float(raw[i]), float(probability[i])) for i in order]
+
+
+def _predict(booster: Any, matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    if len(matrix) == 0:
+        return np.zeros(0)
+    # One thread: a request scores a few dozen rows, where threads only add waits.
+    return np.asarray(booster.predict(matrix, num_threads=1), dtype=np.float64)
 
 
 def ranker_for(learned_model: str) -> Ranker | None:

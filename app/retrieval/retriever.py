@@ -9,9 +9,10 @@ so a filter never shrinks a page that enough matching products could fill. A pro
 ranks by its best chunk.
 
 With a learned ranker (LEARNED_MODEL, app.ranking) a hybrid search fetches
-RANKER_CANDIDATES products (or the page, if larger), re-orders them by the ranker and
-scores each with its calibrated probability of relevance; without one, the fused order
-and score as they are. `candidates` is the search alone, what training reads features of.
+RANKER_CANDIDATES products (or the page, if larger), re-orders the first
+RANKER_CANDIDATES by the ranker (a larger page keeps the rest in the fused order below
+them) and scores each with its calibrated probability of relevance; without one, the fused
+order and score as they are. `candidates` is the search alone, what training reads features of.
 """
 
 from __future__ import annotations
@@ -32,6 +33,18 @@ from app.store.base import ProductHit, SearchFilter, VectorStore
 from app.store.hybrid import FusionSpec, RetrievalMode, SparseVec, query_sparse
 
 logger = logging.getLogger(__name__)
+
+
+# The cut's threshold when neither RANKER_MIN_PROBABILITY nor the model's cut.json sets one.
+DEFAULT_MIN_PROBABILITY = 0.3
+
+
+def _min_probability(settings: Settings, ranker: Ranker | None) -> float:
+    if settings.ranker_min_probability is not None:
+        return settings.ranker_min_probability
+    if ranker is not None and ranker.min_probability is not None:
+        return ranker.min_probability
+    return DEFAULT_MIN_PROBABILITY
 
 
 def chunk_body(text: str) -> str:
@@ -105,7 +118,7 @@ class Retriever:
         self.ranker = ranker
         self.version = version
         self.ranker_candidates = settings.ranker_candidates
-        self.min_probability = settings.ranker_min_probability
+        self.min_probability = _min_probability(settings, ranker)
         self.similarity_threshold = settings.similarity_threshold
         self.chunks_per_product = settings.max_chunks_per_product
         self.default_top_k = settings.vector_search_top_k
@@ -155,7 +168,9 @@ class Retriever:
         if self.ranker is None or not self._fused_by_relevance(mode):
             return [to_retrieved(h) for h in self.candidates(q, limit, flt, mode=mode)]
         hits = self.candidates(q, max(limit, self.ranker_candidates), flt, mode=mode)
-        ranked = self.ranker.rank(q.text, flt, hits)[:limit]
+        # A page deeper than RANKER_CANDIDATES (app.eval's top 100) keeps the top the service
+        # shows: the ranker re-orders the first RANKER_CANDIDATES, the rest stay fused.
+        ranked = self.ranker.rank(q.text, flt, hits, self.ranker_candidates)[:limit]
         return [to_retrieved(r.hit, r.probability) for r in ranked]
 
     def candidates(

@@ -136,3 +136,29 @@ def test_both_measures_agree_on_dense_when_the_top_100_holds_the_catalog(
     only_judged = score_judged(judged, qids, embedder, settings, None, "judged")
     assert only_judged.per_query["dense"] == pytest.approx(catalog.per_query["dense"])
     assert set(catalog.per_query) == {"dense", "service"}
+
+
+def test_the_ranker_over_the_fine_tune_and_the_eval_use_its_vectors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the ranker: it trains over the fine-tuned encoder's index and carries its cut;
+    app.eval --model embeds with that encoder under its weights' id (a folder name such as
+    "encoder" would be every fine-tune's vector-cache key)."""
+    judgments = write_tiny_judgments(tmp_path / "judged")
+    out, cache = tmp_path / "model", tmp_path / "cache"
+    argv = ["--judgments", str(judgments), "--out", str(out), "--cache-dir", str(cache)]
+    assert main(argv + [a for a in ARGS if a != "--no-ranker"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    encoder_id = manifest["encoder"]["id"]
+    assert manifest["ranker"]["clean_folds"] == [0]
+    assert (out / "ranker" / "cut.json").is_file() and (out / "ranker" / "classifier.txt").is_file()
+    from app.eval.__main__ import main as eval_main
+
+    capsys.readouterr()
+    eval_args = ["--dataset", str(judgments), "--model", str(out), "--cache-dir", str(cache)]
+    assert eval_main([*eval_args, "--folds", str(FOLDS), "--fold", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert f"model {encoder_id}," in printed and "P(relevant) <" in printed
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        ["all-MiniLM-L6-v2.npz", f"{encoder_id}.npz"]
+    )

@@ -5,7 +5,8 @@ names differ only in a variant word, and a product is relevant (grade 2) exactly
 is cheap (under $50), which the fused score never reads. A ranker trained through
 `app.learn.ranker` (the service's own search path and features) must learn that, its
 calibrated probability must be monotone in [0, 1], the relevance cut must drop the
-expensive ones, and a retriever without a ranker must rank exactly as before.
+expensive ones (at the threshold the training chose out of fold, unless the setting
+pins one), and a retriever without a ranker must rank exactly as before.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from app.core.config import Settings
 from app.eval.data import load_products
 from app.eval.index import build_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
-from app.learn.ranker import train_ranker
+from app.learn.ranker import CUT_RELEVANT_BUDGET, train_ranker
 from app.learned import MANIFEST, LearnedModelError, load_learned_model
 from app.query import plan_filters
 from app.query.search import constrained_retrieve
@@ -194,6 +195,64 @@ def test_the_cut_drops_what_the_ranker_finds_improbable(
     assert dropped_dear >= 0.9 * dear and kept_cheap >= 0.9 * cheap
 
 
+def test_the_model_carries_the_cut_it_chose_by_cross_validation(
+    trained: tuple[Path, dict[str, Any]],
+    judged: tuple[Path, dict[str, dict[int, float]]],
+    store: VectorStore,
+    embedder: Any,
+) -> None:
+    """The threshold in cut.json is the highest whose out-of-fold cut kept the relevant
+    loss within budget; a retriever without RANKER_MIN_PROBABILITY cuts there, and the
+    setting, when given, wins."""
+    out, report = trained
+    _, qrels = judged
+    cut = report["cut"]
+    ranker = Ranker.load(out / "ranker")
+    assert ranker.min_probability == cut["min_probability"]
+    assert cut["relevant_removed"] <= CUT_RELEVANT_BUDGET
+    # On this set price separates: the chosen cut removes most dear products out of fold.
+    assert cut["irrelevant_removed"] >= 0.8 and cut["irrelevant"] >= len(TOPICS)
+    # Judged on folds its threshold was not chosen on, the cut still separates here.
+    held = report["cut_held_out"]
+    assert [f["fold"] for f in held["per_fold"]] == list(range(FOLDS))
+    assert held["pooled"]["relevant"] + held["pooled"]["irrelevant"] == sum(
+        f["relevant"] + f["irrelevant"] for f in held["per_fold"]
+    )
+    assert held["pooled"]["irrelevant_removed"] >= 0.8
+    following = [
+        r for r in report["cut_out_of_fold"] if r["min_probability"] > cut["min_probability"]
+    ]
+    assert all(r["relevant_removed"] >= cut["relevant_removed"] for r in following)
+    model_cut = Retriever(embedder, store, Settings(similarity_threshold=0.0), ranker=ranker)
+    assert model_cut.min_probability == cut["min_probability"]
+    pinned = Settings(similarity_threshold=0.0, ranker_min_probability=0.05)
+    assert Retriever(embedder, store, pinned, ranker=ranker).min_probability == 0.05
+    for q in qrels:
+        topic = TOPICS[int(q[1:])]
+        plan = plan_filters(ParsedQuery(topic, topic, ()), None)
+        uncut = constrained_retrieve(model_cut, topic, 10, plan, margin=math.inf).products
+        kept = constrained_retrieve(model_cut, topic, 10, plan).products
+        assert [p.id for p in kept] == [p.id for p in uncut if p.score >= cut["min_probability"]]
+
+
+def test_a_page_deeper_than_the_ranker_serves_keeps_the_fused_order_below_it(
+    trained: tuple[Path, dict[str, Any]], store: VectorStore, embedder: Any
+) -> None:
+    """RANKER_CANDIDATES=3: a page of 12 is the ranker's order of the fused top 3, then
+    the fused 4th to 12th as they were; the top 3 are what a page of 3 shows."""
+    settings = Settings(similarity_threshold=0.0, ranker_candidates=3)
+    ranker = Ranker.load(trained[0] / "ranker")
+    learned = Retriever(embedder, store, settings, ranker=ranker)
+    reordered = 0
+    for topic in TOPICS:
+        fused = [h.product_id for h in learned.candidates(topic, 12)]
+        page = [p.id for p in learned.retrieve(topic, 12)]
+        assert sorted(page[:3]) == sorted(fused[:3]) and page[3:] == fused[3:]
+        assert page[:3] == [p.id for p in learned.retrieve(topic, 3)]
+        reordered += page[:3] != fused[:3]
+    assert reordered >= len(TOPICS) // 2
+
+
 def test_without_a_ranker_the_ranking_is_the_fused_one(store: VectorStore, embedder: Any) -> None:
     """No LEARNED_MODEL: `retrieve` is the store's fused search as it was, score for score,
     and the fusion's formula is unchanged (cosine + 0.4 x BM25 / the best BM25)."""
@@ -220,7 +279,7 @@ def test_a_ranker_of_other_features_is_refused(
     copy = tmp_path / "model"
     (copy / "ranker").mkdir(parents=True)
     (copy / MANIFEST).write_text(json.dumps({"format": 1}))
-    for name in ("model.txt", "calibration.json"):
+    for name in ("model.txt", "classifier.txt", "calibration.json"):
         (copy / "ranker" / name).write_bytes((out / "ranker" / name).read_bytes())
     (copy / "ranker" / "features.json").write_text(json.dumps(list(reversed(FEATURES))))
     with pytest.raises(LearnedModelError, match="features"):
