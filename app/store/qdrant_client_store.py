@@ -411,7 +411,7 @@ class QdrantClientStore(StoreCore):
             limit=limit,
             group_size=chunks_per_product,
             score_threshold=req.score_threshold,
-            with_payload=True,
+            with_payload=req.with_payload,
         )
         hits: list[ProductHit] = []
         for group in result.groups:
