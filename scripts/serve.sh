@@ -4,7 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-UVICORN=${UVICORN:-uvicorn}
-if [ -x .venv/bin/uvicorn ]; then UVICORN=.venv/bin/uvicorn; fi
+UVICORN=${UVICORN:-uvicorn} PYTHON=${PYTHON:-python}
+if [ -x .venv/bin/uvicorn ]; then UVICORN=.venv/bin/uvicorn PYTHON=.venv/bin/python; fi
+# WEB_CONCURRENCY (env or .env) API processes behind the one port; more than one needs
+# SYNC_MODE=off and QDRANT_URL (each worker refuses to start otherwise: docs/scale-out.md).
+workers=$("$PYTHON" -c 'from app.core.config import get_settings
+print(get_settings().web_concurrency)')
 exec "$UVICORN" app.main:app --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}" \
-  --timeout-graceful-shutdown 10 "$@"
+  --workers "$workers" --timeout-graceful-shutdown 10 "$@"

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from app.api.admission import RetrievalGate
 from app.api.conversation import ConversationCodec, conversation_secret
 from app.core.config import Settings
+from app.core.errors import TerminalError
 from app.embedding import Embedder, embedder_for
 from app.embedding.onnx_query import build_onnx_query_encoder
 from app.events.ids import RecommendationIds
@@ -71,13 +72,38 @@ def _query_encoder(settings: Settings, embedder: Embedder) -> QueryEncoder:
     return embedder
 
 
+class ScaleOutError(TerminalError):
+    """More API processes asked for (WEB_CONCURRENCY) than this configuration can run."""
+
+
+def check_processes(settings: Settings) -> None:
+    """Refuse WEB_CONCURRENCY > 1 where a second process would fail or sync twice.
+
+    Raises:
+        ScaleOutError: with the setting to change.
+    """
+    n = settings.web_concurrency
+    if n > 1 and settings.sync_mode != "off":
+        raise ScaleOutError(
+            f"WEB_CONCURRENCY={n} needs SYNC_MODE=off: API processes only serve, and one "
+            "syncer (python -m app.sync --loop) writes the index"
+        )
+    if n > 1 and not settings.qdrant_urls:
+        raise ScaleOutError(
+            f"WEB_CONCURRENCY={n} needs a Qdrant server (QDRANT_URL): the embedded engine "
+            f"at {settings.qdrant_path} is one process's"
+        )
+
+
 def build_services(settings: Settings) -> Services:
     """Open the store, load the model and build the engine (blocking; seconds).
 
     Raises:
+        ScaleOutError: WEB_CONCURRENCY > 1 where only one process can run.
         StoreError: the store cannot be opened (locked by another process, wrong dimension).
         LearnedModelError: LEARNED_MODEL names a ranker that cannot be loaded.
     """
+    check_processes(settings)
     store = open_store(settings)
     try:
         embedder = embedder_for(settings)

@@ -97,6 +97,8 @@ def open_store(settings: Settings) -> VectorStore:
                         url=url,
                         api_key=key.get_secret_value() if key else None,
                         check_compatibility=False,
+                        prefer_grpc=settings.qdrant_transport == "grpc",
+                        grpc_port=settings.qdrant_grpc_port,
                     )
                     for url in urls
                 ]
@@ -107,7 +109,13 @@ def open_store(settings: Settings) -> VectorStore:
             raise StoreError(
                 f"cannot open client: {e}", backend=backend, collection=collection
             ) from e
-        logger.info("vector store: %s %s, collection %s", backend, ", ".join(urls), collection)
+        logger.info(
+            "vector store: %s %s (%s), collection %s",
+            backend,
+            ", ".join(urls),
+            settings.qdrant_transport if urls else "in process",
+            collection,
+        )
         layout = CollectionLayout(
             shards=settings.qdrant_shards,
             replication_factor=settings.qdrant_replication_factor,

@@ -9,8 +9,9 @@ call (tests/sync/test_sync_cluster.py). With that node's URL alone and no load b
 front, every call failed (20 of 20 measured after the kill) until the node came back.
 
 A call that fails *to reach* its node (refused, reset, timed out: an `httpx.TransportError`
-under qdrant-client's exception) is sent again, unchanged, to the next node in the list,
-each node once; the next calls stay on the node that answered. An answer from a node, even
+under qdrant-client's exception; gRPC's UNAVAILABLE or DEADLINE_EXCEEDED) is sent again,
+unchanged, to the next node in the list, each node once; the next calls stay on the node
+that answered. An answer from a node, even
 an error, is not a reason to move. Every call the store makes may be sent twice:
 content-keyed upserts, deletes by id or filter, payload sets, a metadata replacement, the
 lease's conditional upsert (the claimant's own renewal when it landed the first time).
@@ -23,6 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
+import grpc
 import httpx
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException
@@ -37,6 +39,8 @@ def unreachable(error: BaseException | None) -> bool:
     """Whether a client error means the node was not reached (or stopped answering)."""
     if isinstance(error, ResponseHandlingException):
         error = error.source
+    if isinstance(error, grpc.RpcError) and isinstance(error, grpc.Call):  # QDRANT_TRANSPORT=grpc
+        return error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
     return isinstance(error, httpx.TransportError)
 
 
