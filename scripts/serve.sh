@@ -7,8 +7,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 UVICORN=${UVICORN:-uvicorn} PYTHON=${PYTHON:-python}
 if [ -x .venv/bin/uvicorn ]; then UVICORN=.venv/bin/uvicorn PYTHON=.venv/bin/python; fi
 # WEB_CONCURRENCY (env or .env) API processes behind the one port; more than one needs
-# SYNC_MODE=off and QDRANT_URL (each worker refuses to start otherwise: docs/scale-out.md).
-workers=$("$PYTHON" -c 'from app.core.config import get_settings
-print(get_settings().web_concurrency)')
+# SYNC_MODE=off and QDRANT_URL (refused here, naming the setting: docs/scale-out.md).
+workers=$("$PYTHON" -m app.api.processes)
 exec "$UVICORN" app.main:app --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}" \
   --workers "$workers" --timeout-graceful-shutdown 10 "$@"

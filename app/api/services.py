@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry
 
 from app.api.admission import RetrievalGate
 from app.api.conversation import ConversationCodec, conversation_secret
+from app.api.processes import check_processes
 from app.core.config import Settings
-from app.core.errors import TerminalError
 from app.embedding import Embedder, embedder_for
 from app.embedding.onnx_query import build_onnx_query_encoder
 from app.events.ids import RecommendationIds
@@ -70,29 +70,6 @@ def _query_encoder(settings: Settings, embedder: Embedder) -> QueryEncoder:
         if encoder is not None:
             return encoder
     return embedder
-
-
-class ScaleOutError(TerminalError):
-    """More API processes asked for (WEB_CONCURRENCY) than this configuration can run."""
-
-
-def check_processes(settings: Settings) -> None:
-    """Refuse WEB_CONCURRENCY > 1 where a second process would fail or sync twice.
-
-    Raises:
-        ScaleOutError: with the setting to change.
-    """
-    n = settings.web_concurrency
-    if n > 1 and settings.sync_mode != "off":
-        raise ScaleOutError(
-            f"WEB_CONCURRENCY={n} needs SYNC_MODE=off: API processes only serve, and one "
-            "syncer (python -m app.sync --loop) writes the index"
-        )
-    if n > 1 and not settings.qdrant_urls:
-        raise ScaleOutError(
-            f"WEB_CONCURRENCY={n} needs a Qdrant server (QDRANT_URL): the embedded engine "
-            f"at {settings.qdrant_path} is one process's"
-        )
 
 
 def build_services(settings: Settings) -> Services:
