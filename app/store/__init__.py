@@ -84,9 +84,11 @@ def open_store(settings: Settings) -> VectorStore:
 
         from app.store.qdrant_client_store import CollectionLayout, QdrantClientStore
         from app.store.qdrant_nodes import QdrantNodes
+        from app.store.qdrant_wire import rest_options
 
         urls = settings.qdrant_urls
         key = settings.qdrant_api_key
+        grpc = bool(urls) and settings.qdrant_transport == "grpc"
         backend = "qdrant-remote" if urls else "qdrant-local"
         try:
             if urls:
@@ -97,8 +99,9 @@ def open_store(settings: Settings) -> VectorStore:
                         url=url,
                         api_key=key.get_secret_value() if key else None,
                         check_compatibility=False,
-                        prefer_grpc=settings.qdrant_transport == "grpc",
+                        prefer_grpc=grpc,
                         grpc_port=settings.qdrant_grpc_port,
+                        **rest_options(grpc),
                     )
                     for url in urls
                 ]
@@ -131,6 +134,7 @@ def open_store(settings: Settings) -> VectorStore:
                 if urls and key is not None and settings.sync_lease_fence
                 else None
             ),
+            grpc=grpc,
         )
 
     from app.store.edge_store import EdgeStore

@@ -47,6 +47,7 @@ from app.store.core import Branch, Request, StoreCore, stored_hit
 from app.store.fence import fence_token
 from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
 from app.store.qdrant_nodes import QdrantNodes
+from app.store.qdrant_wire import query_batch
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class QdrantClientStore(StoreCore):
     layout: shards, replication and write consistency of the collections it creates.
     fence_key: the servers' API key, for a fenced writer (`fence`); without a key the
         server cannot check a fence.
+    grpc: the clients were made with prefer_grpc (QDRANT_TRANSPORT=grpc): searches go
+        through their gRPC stub (app/store/qdrant_wire.py).
     """
 
     _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
@@ -107,6 +110,7 @@ class QdrantClientStore(StoreCore):
         native_groups: bool | None = None,
         layout: CollectionLayout | None = None,
         fence_key: str | None = None,
+        grpc: bool = False,
     ) -> None:
         # RLock for local mode: a scroll or grouped search makes nested calls through `_call`.
         super().__init__(
@@ -120,6 +124,7 @@ class QdrantClientStore(StoreCore):
         self._layout = layout or CollectionLayout()
         self._lease_replicas_ready = False
         self._fence_key = fence_key
+        self._grpc = grpc
         # Where writes go: the reading nodes until a lease fences them (a client per node).
         self._fenced: QdrantNodes | None = None
 
@@ -388,10 +393,17 @@ class QdrantClientStore(StoreCore):
         return self._query_batch([request])[0]
 
     def _query_batch(self, requests: list[Any]) -> Any:
-        responses = self._call(
-            "query_batch_points", self._client.query_batch_points, self._collection, requests
+        if self._local:
+            responses = self._call(
+                "query_batch_points", self._client.query_batch_points, self._collection, requests
+            )
+            return [r.points for r in responses]
+        # One round trip, without the client's per-request copies (app/store/qdrant_wire.py).
+        return self._call(
+            "query_batch_points",
+            self._nodes.run,
+            lambda client: query_batch(client, self._collection, requests, grpc=self._grpc),
         )
-        return [r.points for r in responses]
 
     def _grouped(self, request: Request, limit: int, chunks_per_product: int) -> list[ProductHit]:
         if not self._native_groups:

@@ -71,11 +71,21 @@ class QdrantNodes:
             c is getattr(fn, "__self__", None) for c in self.clients
         ):
             return fn(*args, **kwargs)
-        node = self._current  # not fn's own node: a caller may hold a client from before
+        name = fn.__name__  # not fn's own node: a caller may hold a client from before
+
+        def on(client: QdrantClient) -> T:
+            method: Callable[P, T] = getattr(client, name)
+            return method(*args, **kwargs)
+
+        return self.run(on)
+
+    def run(self, fn: Callable[[QdrantClient], T]) -> T:
+        """`fn(client)` with the current node's client, and again with the next node's
+        while a node is unreachable, each node once."""
+        node = self._current
         for attempt in range(len(self.clients)):
-            method: Callable[P, T] = getattr(self.clients[node], fn.__name__)
             try:
-                return method(*args, **kwargs)
+                return fn(self.clients[node])
             except Exception as e:
                 if not unreachable(e) or attempt == len(self.clients) - 1:
                     raise

@@ -7,7 +7,8 @@ chunks, each text a different length (no two BM25 scores tie); 6 one-chunk produ
 the BM25 products outside the dense branch's first chunks, so their cosine must be read
 over all their chunks, not only over the chunk that matched the words.
 
-The server counts the search requests it answers (its `/metrics`): a query whose BM25-only
+The server is asked over REST and over gRPC (QDRANT_TRANSPORT), and counts the search
+requests it answers (its `/metrics`): a query whose BM25-only
 products are all one chunk is one request; one whose BM25-only products have chunks
 without the words is two. The answers are checked against numpy (the exact fused score
 of every product) and against the embedded engine, product by product and chunk by chunk.
@@ -27,7 +28,7 @@ import pytest
 from app.core.config import Settings
 from app.store import ChunkPoint, ProductHit, SearchFilter, VectorStore, open_store
 from app.store.hybrid import DEFAULT_LEXICAL_WEIGHT, query_sparse
-from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
+from tests.qdrant_server import grpc_port, qdrant_server_fixture  # noqa: F401
 
 pytestmark = pytest.mark.server
 
@@ -66,13 +67,20 @@ def _points() -> list[ChunkPoint]:
 POINTS = _points()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["rest", "grpc"])
 def stores(
-    qdrant_server: str, tmp_path_factory: pytest.TempPathFactory
+    qdrant_server: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[tuple[VectorStore, VectorStore]]:
-    """(server, edge), holding the same points."""
+    """(server over each QDRANT_TRANSPORT, edge), holding the same points."""
     name = f"t_{uuid.uuid4().hex[:12]}"
-    server = open_store(Settings(qdrant_url=qdrant_server, qdrant_collection=name))
+    server = open_store(
+        Settings(
+            qdrant_url=qdrant_server,
+            qdrant_collection=name,
+            qdrant_transport=request.param,
+            qdrant_grpc_port=grpc_port(qdrant_server),
+        )
+    )
     edge_path = tmp_path_factory.mktemp("edge") / "shard"
     edge = open_store(Settings(qdrant_url=None, qdrant_path=str(edge_path)))
     for s in (server, edge):
