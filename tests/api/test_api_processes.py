@@ -96,7 +96,8 @@ def served(
     assert sync.returncode == 0, sync.stderr.decode()[-2000:]
     port = free_port()
     env = _env(folder, **store, WEB_CONCURRENCY="2", SYNC_MODE="off", PORT=str(port))
-    proc = subprocess.Popen(["scripts/serve.sh"], cwd=ROOT, env=env)
+    # A session of its own: the workers go with it if the supervisor does not stop them.
+    proc = subprocess.Popen(["scripts/serve.sh"], cwd=ROOT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -108,7 +109,11 @@ def served(
         yield url, proc, folder / "data" / "events"
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(30)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
 
 
 def _ready_everywhere(url: str) -> bool:
