@@ -28,8 +28,10 @@ import httpx
 import pytest
 
 from tests.fixtures.tables.make_tables import HERE
-from tests.qdrant_server import free_port
-from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
+from tests.qdrant_server import (
+    free_port,
+    qdrant_server_fixture,  # noqa: F401
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = {"query": "a durable product for the kitchen", "top_k": 5}
