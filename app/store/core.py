@@ -110,10 +110,6 @@ class StoreCore(ABC):
 
     # Engine schema type for each INDEXED_FIELDS kind ("integer", "keyword", "float").
     _SCHEMA_TYPES: ClassVar[dict[str, Any]]
-    # Whether relevance fusion scores the BM25 chunks by cosine in its first batch: where a
-    # request is a round trip (a server), that saves the second one for most BM25-only
-    # products; in process, a second request costs less than the extra search.
-    _BATCH_BM25_COSINES: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -333,7 +329,7 @@ class StoreCore(ABC):
             self._request(words, lexical, f, payload=KEY_FIELDS),
         ]
         # Not with feedback: it moves the query, and these cosines would be the old one's.
-        if self._BATCH_BM25_COSINES and not feedback:
+        if not feedback:
             lexical_first = [self._prefetch(lexical, f, words)]
             requests.append(self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS))
         dense_points, lexical_points, *rescored = self._query_batch(requests)
