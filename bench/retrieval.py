@@ -20,7 +20,9 @@ real embeddings of the labelled eval queries, so scores and the threshold behave
     .venv/bin/python bench/retrieval.py --products 20000 --optimize --store server
 
 `--store server` serves the same points from a Qdrant server too (QDRANT_URL, or a server
-started from QDRANT_SERVER_BIN) and prints server / edge for hybrid retrieval, same run.
+started from QDRANT_SERVER_BIN): one API process per `--transports` entry (gRPC, REST),
+then `--server-workers` API processes (uvicorn --workers) over the first, each printed as
+server / edge for hybrid retrieval, same run.
 
 With `--dataset DIR` it serves a judged dev set instead, with real embeddings, through
 POST /search and POST /recommend, one-client latency, C-client throughput and the
@@ -183,17 +185,26 @@ def serve_and_drive(
     requests: int,
     *,
     server: tuple[str, str] | None = None,
+    label: str = "",
+    workers: int = 1,
+    env: dict[str, str] | None = None,
 ) -> dict[tuple[str, int], tuple[float, float]]:
     """(phase, clients) -> (p50 ms, req/s) of the service in RETRIEVAL_MODE=mode, on the
-    shard or on `server` (url, collection)."""
+    shard or on `server` (url, collection), with `workers` API processes and `env`."""
     out: dict[tuple[str, int], tuple[float, float]] = {}
     url, collection = server or (None, None)
     with ServiceProcess(
-        shard, mode, table_path=shard.parent / "no-table", qdrant_url=url, collection=collection
+        shard,
+        mode,
+        table_path=shard.parent / "no-table",
+        qdrant_url=url,
+        collection=collection,
+        workers=workers,
+        env=env,
     ) as service:
         url = service.url
-        if server:
-            mode = f"{mode}, server"
+        if label:
+            mode = f"{mode}, {label}"
         print(f"\n[{mode}] service POST /search, {clients} clients, {requests} requests per phase")
         drive(url, "/search", phases["unfiltered"], clients, 64)  # warm-up
         for label, bodies in phases.items():
@@ -292,14 +303,21 @@ def compare_server(
     phases: dict[str, list[dict[str, Any]]],
 ) -> int:
     """The service (hybrid) on the edge shard, then on a Qdrant server holding the same
-    points (QDRANT_URL, or a server started from QDRANT_SERVER_BIN); ratios of the two."""
+    points (QDRANT_URL, or a server started from QDRANT_SERVER_BIN): one API process per
+    transport, then `--server-workers` processes over the first transport; each as a
+    ratio to the edge, same run."""
     url = os.environ.get("QDRANT_URL")
     binary = os.environ.get("QDRANT_SERVER_BIN")
     if not url and not binary:
         raise SystemExit("--store server needs QDRANT_URL or QDRANT_SERVER_BIN")
+    grpc_port = os.environ.get("QDRANT_GRPC_PORT", "6334")
+    runs: dict[str, dict[tuple[str, int], tuple[float, float]]] = {}
     with contextlib.ExitStack() as stack:
         if not url:
-            url = stack.enter_context(QdrantServerProcess(str(binary), tmp / "qdrant-server")).url
+            started_server = stack.enter_context(
+                QdrantServerProcess(str(binary), tmp / "qdrant-server")
+            )
+            url, grpc_port = started_server.url, str(started_server.grpc_port)
         collection = f"bench_{args.products}_{args.seed}_{uuid.uuid4().hex[:6]}"
         started = time.perf_counter()
         client = QdrantClient(url=url, check_compatibility=False)
@@ -312,19 +330,45 @@ def compare_server(
             time.sleep(1)
         print(f"server loaded and indexed in {time.perf_counter() - started:.1f}s")
         edge = serve_and_drive(shard, "hybrid", phases, args.clients, args.requests)
-        server = serve_and_drive(
-            shard, "hybrid", phases, args.clients, args.requests, server=(url, collection)
-        )
+        on_server = (url, collection)
+        for transport in args.transports:
+            env = {"QDRANT_TRANSPORT": transport, "QDRANT_GRPC_PORT": grpc_port}
+            runs[f"server {transport}"] = serve_and_drive(
+                shard,
+                "hybrid",
+                phases,
+                args.clients,
+                args.requests,
+                server=on_server,
+                label=f"server {transport}",
+                env=env,
+            )
+        if args.server_workers > 1:
+            transport, n = args.transports[0], args.server_workers
+            env = {"QDRANT_TRANSPORT": transport, "QDRANT_GRPC_PORT": grpc_port}
+            label = f"server {transport}, {n} API processes"
+            runs[label] = serve_and_drive(
+                shard,
+                "hybrid",
+                phases,
+                args.clients,
+                args.requests,
+                server=on_server,
+                label=label,
+                workers=n,
+                env=env,
+            )
         client.delete_collection(collection)
         client.close()
-    print("\nserver / edge (hybrid), same run:")
-    for (label, clients), (p50, rps) in server.items():
-        e50, erps = edge[label, clients]
-        print(
-            f"  {label:<28} {clients:>2} client(s): p50 {p50:6.2f} / {e50:6.2f} ms "
-            f"= {p50 / e50:4.2f}x   throughput {rps:6.1f} / {erps:6.1f} req/s "
-            f"= {rps / erps:4.2f}x"
-        )
+    for label, server in runs.items():
+        print(f"\n{label} / edge (one process), hybrid, same run:")
+        for (phase, clients), (p50, rps) in server.items():
+            e50, erps = edge[phase, clients]
+            print(
+                f"  {phase:<28} {clients:>2} client(s): p50 {p50:6.2f} / {e50:6.2f} ms "
+                f"= {p50 / e50:4.2f}x   throughput {rps:6.1f} / {erps:6.1f} req/s "
+                f"= {rps / erps:4.2f}x"
+            )
     return 0
 
 
@@ -342,6 +386,19 @@ def main() -> int:
         default="edge",
         help="server: the service (hybrid) on the edge shard and then on a Qdrant server with "
         "the same points (QDRANT_URL, or one started from QDRANT_SERVER_BIN), compared",
+    )
+    ap.add_argument(
+        "--transports",
+        type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+        default=["grpc", "rest"],
+        help="--store server: QDRANT_TRANSPORT values to serve with, one API process each "
+        "(default %(default)s); --server-workers runs on the first",
+    )
+    ap.add_argument(
+        "--server-workers",
+        type=int,
+        default=2,
+        help="--store server: also serve with this many API processes (uvicorn --workers)",
     )
     ap.add_argument(
         "--shard",

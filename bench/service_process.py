@@ -92,12 +92,16 @@ class ServiceProcess(_ManagedProcess):
         qdrant_url: str | None = None,
         collection: str | None = None,
         learned_model: str = "",
+        workers: int = 1,
+        env: dict[str, str] | None = None,
     ):
         """With `qdrant_url`, the store is that server's `collection`, not the shard;
-        `learned_model` is LEARNED_MODEL (e.g. a ranker), none by default."""
+        `learned_model` is LEARNED_MODEL (e.g. a ranker), none by default; `workers` API
+        processes behind one port (uvicorn --workers); `env` more settings."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.mode = mode
+        extra = env or {}
         env = {
             **checkout_env(),
             "RETRIEVAL_MODE": mode,
@@ -110,6 +114,7 @@ class ServiceProcess(_ManagedProcess):
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "LEARNED_MODEL": learned_model,
+            **extra,
         }
         env.pop("QDRANT_URL", None)
         if qdrant_url:
@@ -117,22 +122,57 @@ class ServiceProcess(_ManagedProcess):
             env["QDRANT_COLLECTION"] = collection or "products"
         self._cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
         self._cmd += ["--port", str(self.port), "--log-level", "warning"]
+        # As scripts/serve.sh runs it: workers, and TCP_NODELAY on their connections.
+        self._cmd += ["--workers", str(workers), "--http", "app.api.nodelay:NoDelayH11Protocol"]
         self._env = env
         self._startup_s = startup_s
+        self.workers = workers
         self.ready_url, self.name = f"{self.url}/ready", "service"
 
     def __enter__(self) -> ServiceProcess:
         self._proc = subprocess.Popen(self._cmd, cwd=ROOT, env=self._env)
         self._wait_ready(0.5)
+        if self.workers > 1:
+            self._wait_workers_idle()
         return self
 
+    def _wait_workers_idle(self) -> None:
+        """Until every worker has started and is idle: /ready answers from the first one
+        that finished loading, and a worker accepts connections only once it has."""
+        assert self._proc is not None
+        deadline = time.monotonic() + self._startup_s
+        last = -1.0
+        while time.monotonic() < deadline:
+            pids = _children(self._proc.pid)
+            cpu = sum(_cpu_seconds(p) for p in pids)
+            if len(pids) >= self.workers and cpu - last < 0.05:
+                return
+            last = cpu
+            time.sleep(1.0)
+        raise SystemExit(f"{self.workers} workers not idle in {self._startup_s:.0f} s")
+
     def cpu_seconds(self) -> float:
-        """User + system CPU of the service process so far (all its threads)."""
+        """User + system CPU of the service so far (all its threads, and its workers')."""
         if self._proc is None:
             raise RuntimeError("service not running")
-        fields = Path(f"/proc/{self._proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        # utime and stime are fields 14 and 15 of stat(5); [0] here is field 3 (state).
-        return (int(fields[11]) + int(fields[12])) / _TICKS
+        return sum(_cpu_seconds(pid) for pid in (self._proc.pid, *_children(self._proc.pid)))
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of `pid` (uvicorn's workers)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # a worker that has just exited
+        return 0.0
+    # utime and stime are fields 14 and 15 of stat(5); [0] here is field 3 (state).
+    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 @dataclass(frozen=True)
@@ -237,6 +277,7 @@ class QdrantServerProcess(_ManagedProcess):
     def __init__(self, binary: str, folder: Path, startup_s: float = 60) -> None:
         http, grpc = free_port(), free_port()
         self.url = f"http://127.0.0.1:{http}"
+        self.grpc_port = grpc
         self._env = {
             **os.environ,
             "QDRANT__STORAGE__STORAGE_PATH": str(folder / "storage"),

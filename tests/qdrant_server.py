@@ -23,6 +23,13 @@ import httpx
 import pytest
 
 STARTUP_SECONDS = 30.0
+# The gRPC port of each server this session started, by its URL.
+_GRPC_PORTS: dict[str, int] = {}
+
+
+def grpc_port(url: str) -> int:
+    """The gRPC port of the server at `url` (Qdrant's default for one this did not start)."""
+    return _GRPC_PORTS.get(url, 6334)
 
 
 def configured() -> bool:
@@ -127,6 +134,7 @@ def _run(binary: str, folder: Path, extra: dict[str, str]) -> Iterator[str]:
     log = (folder / "qdrant.log").open("wb")
     proc = subprocess.Popen([binary], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{http}"
+    _GRPC_PORTS[url] = grpc
     try:
         wait_ready(url, proc)
         yield url

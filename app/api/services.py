@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from app.api.admission import RetrievalGate
 from app.api.conversation import ConversationCodec, conversation_secret
+from app.api.processes import check_processes
 from app.core.config import Settings
 from app.embedding import Embedder
 from app.embedding.onnx_query import build_onnx_query_encoder
@@ -184,11 +185,13 @@ def build_services(settings: Settings) -> Services:
     answers with its own encoder while the sync builds the new one's (app/sync/switch.py).
 
     Raises:
+        ScaleOutError: WEB_CONCURRENCY > 1 where only one process can run.
         StoreError: the store cannot be opened (locked by another process, wrong dimension).
         LearnedModelError: LEARNED_MODEL is not a learned model folder, or its encoder or
             ranker cannot be loaded.
         ModelNotExportedError: no export of the model, and no torch to load it (the image).
     """
+    check_processes(settings)
     # A replica (SYNC_MODE=off) serves what the syncer switched to; it builds nothing.
     switch = open_indexes(settings, build=settings.sync_mode == "embedded")
     try:

@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     # to the next when it cannot be reached (app/store/qdrant_nodes.py).
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
+    # How the API and the syncer talk to the server: REST (JSON) or gRPC (protobuf, on
+    # QDRANT_GRPC_PORT of every node's host). Chosen by bench/retrieval.py --store server.
+    qdrant_transport: Literal["rest", "grpc"] = "rest"
+    qdrant_grpc_port: int = Field(6334, ge=1, le=65535)
     # A folder for the embedded engine, or ":memory:" (qdrant-client local mode; tests).
     qdrant_path: str = ""  # default: $DATA_DIR/qdrant
     qdrant_collection: str = "products"
@@ -190,6 +194,10 @@ class Settings(BaseSettings):
     interactions_table_path: str = ""  # default: $DATA_DIR/tables/interactions
 
     # --- HTTP ----------------------------------------------------------------------------
+    # API processes scripts/serve.sh starts behind one port (uvicorn --workers; uvicorn
+    # reads it too). More than one needs SYNC_MODE=off and QDRANT_URL: the embedded engine
+    # is one process's, and one syncer writes (docs/scale-out.md).
+    web_concurrency: int = Field(1, ge=1, le=64)
     max_query_chars: int = Field(500, ge=1)
     max_body_bytes: int = Field(16_384, ge=256)
     api_key: SecretStr | None = None

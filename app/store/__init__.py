@@ -86,9 +86,11 @@ def server_nodes(settings: Settings) -> QdrantNodes:
     from qdrant_client import QdrantClient
 
     from app.store.qdrant_nodes import QdrantNodes
+    from app.store.qdrant_wire import rest_options
 
     urls = settings.qdrant_urls
     key = settings.qdrant_api_key
+    grpc = settings.qdrant_transport == "grpc"
     try:
         # Our own version check (check_server_version) replaces the client's, which warns
         # about any server more than one minor version from the client.
@@ -97,6 +99,9 @@ def server_nodes(settings: Settings) -> QdrantNodes:
                 url=url,
                 api_key=key.get_secret_value() if key else None,
                 check_compatibility=False,
+                prefer_grpc=grpc,
+                grpc_port=settings.qdrant_grpc_port,
+                **rest_options(grpc),
             )
             for url in urls
         ]
@@ -142,7 +147,14 @@ def open_store(settings: Settings, index: str | None = None) -> VectorStore:
                     f"cannot open client: {e}", backend="qdrant-local", collection=name
                 ) from e
         backend = "qdrant-remote" if urls else "qdrant-local"
-        logger.info("vector store: %s %s, collection %s", backend, ", ".join(urls), name)
+        grpc = bool(urls) and settings.qdrant_transport == "grpc"
+        logger.info(
+            "vector store: %s %s (%s), collection %s",
+            backend,
+            ", ".join(urls),
+            settings.qdrant_transport if urls else "in process",
+            name,
+        )
         layout = CollectionLayout(
             shards=settings.qdrant_shards,
             replication_factor=settings.qdrant_replication_factor,
@@ -159,6 +171,7 @@ def open_store(settings: Settings, index: str | None = None) -> VectorStore:
                 else None
             ),
             lease_name=collection,
+            grpc=grpc,
         )
 
     from app.store.edge_store import EdgeStore

@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar, ParamSpec, TypeVar
 
 import numpy as np
 
+from app.core.catalog import PAYLOAD_COLUMNS
 from app.store.base import (
     COUNT_FIELD,
     GROUP_FIELD,
@@ -56,6 +57,9 @@ UPSERT_BATCH = 512
 SCROLL_BATCH = 2048
 # The payload fields a search reads when it needs no text: grouping and group sizes.
 KEY_FIELDS = [GROUP_FIELD, COUNT_FIELD]
+# The payload fields a search returns with each chunk: grouping, the chunk's text and the
+# product-level fields an answer shows or a ranker reads (not the sync's bookkeeping).
+SEARCH_FIELDS = [*KEY_FIELDS, "text", *PAYLOAD_COLUMNS]
 # Chunks assumed for a product stored without its chunk count (before the field existed).
 UNKNOWN_CHUNK_COUNT = 16
 # How many of a product's own chunk vectors seed a "similar products" recommend query.
@@ -281,12 +285,13 @@ class StoreCore(ABC):
                 # The filter goes into each branch: a branch without it would fill the
                 # fusion with products the shopper excluded.
                 branches = [self._prefetch(dense, f, depth), self._prefetch(lexical, f, depth)]
-                return self._request(n, Branch(self._fusion(spec)), f, prefetch=branches)
+                fused = Branch(self._fusion(spec))
+                return self._request(n, fused, f, prefetch=branches, payload=SEARCH_FIELDS)
             if dense is not None:
-                return self._request(n, dense, f)
+                return self._request(n, dense, f, payload=SEARCH_FIELDS)
             if lexical is None:
                 raise ValueError("search_products needs a dense or a sparse query vector")
-            return self._request(n, lexical, f)
+            return self._request(n, lexical, f, payload=SEARCH_FIELDS)
 
         return self._grouped(request, limit, chunks_per_product)
 
@@ -304,23 +309,30 @@ class StoreCore(ABC):
         (app.store.relevance): every candidate of either branch gets its cosine score, so
         the fused score is exact for the whole pool, not only where the branches overlap.
 
+        One batch is one round trip to a server: the dense branch, the BM25 branch, and
+        the BM25 branch's chunks scored by cosine (a prefetch), each with the payload it
+        needs. A product only BM25 found is complete when all its chunks are among those;
+        the others (more chunks than matched the words) take one more request.
+
         With feedback (spec.feedback_weight > 0) the dense branch runs a second time, its
         query moved towards the best chunks of the first fusion's top products
         (pseudo-relevance feedback): the shopper's few words gain the vocabulary of the
         products that fit them best.
         """
         f = self._build_filter(flt)
-        depth = relevance_depth(limit, chunks_per_product)
+        depth, words = relevance_depth(limit, chunks_per_product), lexical_depth(limit)
         cosine = Branch(self._dense_query(vector))  # no floor per branch: it cuts the fusion
         feedback = spec.feedback_weight > 0
-        # BM25 hits and the cosine of BM25-only candidates need no text: only the final
-        # products' chunks are read whole (`_with_text`).
-        dense_points, lexical_points = self._query_batch(
-            [
-                self._request(depth, cosine, f, vectors=feedback),
-                self._request(lexical_depth(limit), lexical, f, payload=KEY_FIELDS),
-            ]
-        )
+        requests = [
+            self._request(depth, cosine, f, vectors=feedback, payload=SEARCH_FIELDS),
+            # BM25 scores need no text: these chunks are read again below if they matter.
+            self._request(words, lexical, f, payload=KEY_FIELDS),
+        ]
+        # Not with feedback: it moves the query, and these cosines would be the old one's.
+        if not feedback:
+            lexical_first = [self._prefetch(lexical, f, words)]
+            requests.append(self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS))
+        dense_points, lexical_points, *rescored = self._query_batch(requests)
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         by_cosine = group_hits(
             map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product
@@ -332,7 +344,9 @@ class StoreCore(ABC):
             moved = feedback_query(vector, [v for v in seeds if v is not None], spec)
             cosine = Branch(self._dense_query(moved))
             by_cosine = group_hits(
-                map(stored_hit, self._query(self._request(depth, cosine, f))),
+                map(
+                    stored_hit, self._query(self._request(depth, cosine, f, payload=SEARCH_FIELDS))
+                ),
                 limit=depth,
                 chunks_per_product=chunks_per_product,
             )
@@ -340,39 +354,46 @@ class StoreCore(ABC):
         dense_found = len(by_cosine)
         missing = [h for h in by_words if h.product_id not in seen]
         if missing:
-            # One request holding every chunk of those products: each one's best is exact.
-            ids = [h.product_id for h in missing]
-            every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in missing)
-            only = self._build_filter(flt, products=ids)
-            points = self._query(self._request(every_chunk, cosine, only, payload=KEY_FIELDS))
-            by_cosine += group_hits(
-                map(stored_hit, points), limit=len(ids), chunks_per_product=chunks_per_product
-            )
-        best = fuse_products(by_cosine, by_words, spec.lexical_weight, dense_found=dense_found)[
-            :limit
-        ]
-        return self._with_text(best, cosine, flt, chunks_per_product)
+            known = rescored[0] if rescored else []
+            by_cosine += self._cosine_of(missing, known, cosine, flt, chunks_per_product)
+        best = fuse_products(by_cosine, by_words, spec.lexical_weight, dense_found=dense_found)
+        return best[:limit]
 
-    def _with_text(
-        self, hits: list[ProductHit], cosine: Branch, flt: SearchFilter | None, per_product: int
+    def _cosine_of(
+        self,
+        products: list[ProductHit],
+        known: Sequence[Any],
+        cosine: Branch,
+        flt: SearchFilter | None,
+        per_product: int,
     ) -> list[ProductHit]:
-        """The products whose chunks were read without their text, read again whole (one
-        request; the same query, so the same chunks in the same order)."""
-        bare = [h for h in hits if "text" not in h.chunks[0].payload]
-        if not bare:
-            return hits
-        ids = [h.product_id for h in bare]
-        every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in bare)
-        points = self._query(
-            self._request(every_chunk, cosine, self._build_filter(flt, products=ids))
+        """Each product's best chunks by cosine, exact over all its chunks, best product
+        first: from `known` (scored points, e.g. the BM25 branch's chunks by cosine) for a
+        product all of whose chunks are there, from one request for the others."""
+        wanted = {h.product_id for h in products}
+        held: dict[int, list[Any]] = {}
+        for point in known:
+            pid = (point.payload or {}).get(GROUP_FIELD)
+            if pid in wanted:
+                held.setdefault(pid, []).append(point)
+        points: list[Any] = []
+        rest: list[ProductHit] = []
+        for h in products:
+            chunks = held.get(h.product_id, [])
+            if chunks and len(chunks) >= chunk_count(h, default=UNKNOWN_CHUNK_COUNT):
+                points += chunks
+            else:
+                rest.append(h)
+        if rest:
+            # One request holding every chunk of those products: each one's best is exact.
+            every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in rest)
+            only = self._build_filter(flt, products=[h.product_id for h in rest])
+            points += self._query(self._request(every_chunk, cosine, only, payload=SEARCH_FIELDS))
+        # Best first across both sources, as one request's answer would be (sort is stable).
+        points.sort(key=lambda p: float(p.score), reverse=True)
+        return group_hits(
+            map(stored_hit, points), limit=len(products), chunks_per_product=per_product
         )
-        whole = {
-            h.product_id: h.chunks
-            for h in group_hits(
-                map(stored_hit, points), limit=len(ids), chunks_per_product=per_product
-            )
-        }
-        return [replace(h, chunks=whole.get(h.product_id, h.chunks)) for h in hits]
 
     def similar_products(
         self,
@@ -394,7 +415,7 @@ class StoreCore(ABC):
 
         def request(n: int, other: int | None = None) -> Any:
             f = self._build_filter(flt, product_id=other, exclude=product_id)
-            return self._request(n, recommend, f)
+            return self._request(n, recommend, f, payload=SEARCH_FIELDS)
 
         return self._grouped(request, limit, chunks_per_product)
 

@@ -47,6 +47,7 @@ from app.store.core import Branch, Request, StoreCore, stored_hit
 from app.store.fence import fence_token
 from app.store.hybrid import SPARSE_VECTOR, FusionSpec, SparseVec
 from app.store.qdrant_nodes import QdrantNodes
+from app.store.qdrant_wire import query_batch
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,8 @@ class QdrantClientStore(StoreCore):
         server cannot check a fence.
     lease_name: the collection whose companion keeps the sync lease (and names the fence);
         default `collection`. QDRANT_COLLECTION for every encoder's index (slots.py).
+    grpc: the clients were made with prefer_grpc (QDRANT_TRANSPORT=grpc): searches go
+        through their gRPC stub (app/store/qdrant_wire.py).
     """
 
     _SCHEMA_TYPES: ClassVar[dict[str, Any]] = {
@@ -110,6 +113,7 @@ class QdrantClientStore(StoreCore):
         layout: CollectionLayout | None = None,
         fence_key: str | None = None,
         lease_name: str | None = None,
+        grpc: bool = False,
     ) -> None:
         # RLock for local mode: a scroll or grouped search makes nested calls through `_call`.
         super().__init__(
@@ -124,6 +128,7 @@ class QdrantClientStore(StoreCore):
         self._layout = layout or CollectionLayout()
         self._lease_replicas_ready = False
         self._fence_key = fence_key
+        self._grpc = grpc
         # Where writes go: the reading nodes until a lease fences them (a client per node).
         self._fenced: QdrantNodes | None = None
 
@@ -390,10 +395,17 @@ class QdrantClientStore(StoreCore):
         return self._query_batch([request])[0]
 
     def _query_batch(self, requests: list[Any]) -> Any:
-        responses = self._call(
-            "query_batch_points", self._client.query_batch_points, self._collection, requests
+        if self._local:
+            responses = self._call(
+                "query_batch_points", self._client.query_batch_points, self._collection, requests
+            )
+            return [r.points for r in responses]
+        # One round trip, without the client's per-request copies (app/store/qdrant_wire.py).
+        return self._call(
+            "query_batch_points",
+            self._nodes.run,
+            lambda client: query_batch(client, self._collection, requests, grpc=self._grpc),
         )
-        return [r.points for r in responses]
 
     def _grouped(self, request: Request, limit: int, chunks_per_product: int) -> list[ProductHit]:
         if not self._native_groups:
@@ -413,7 +425,7 @@ class QdrantClientStore(StoreCore):
             limit=limit,
             group_size=chunks_per_product,
             score_threshold=req.score_threshold,
-            with_payload=True,
+            with_payload=req.with_payload,
         )
         hits: list[ProductHit] = []
         for group in result.groups:

@@ -9,8 +9,9 @@ call (tests/sync/test_sync_cluster.py). With that node's URL alone and no load b
 front, every call failed (20 of 20 measured after the kill) until the node came back.
 
 A call that fails *to reach* its node (refused, reset, timed out: an `httpx.TransportError`
-under qdrant-client's exception) is sent again, unchanged, to the next node in the list,
-each node once; the next calls stay on the node that answered. An answer from a node, even
+under qdrant-client's exception; gRPC's UNAVAILABLE or DEADLINE_EXCEEDED) is sent again,
+unchanged, to the next node in the list, each node once; the next calls stay on the node
+that answered. An answer from a node, even
 an error, is not a reason to move. Every call the store makes may be sent twice:
 content-keyed upserts, deletes by id or filter, payload sets, a metadata replacement, the
 lease's conditional upsert (the claimant's own renewal when it landed the first time).
@@ -23,6 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
+import grpc
 import httpx
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException
@@ -37,6 +39,8 @@ def unreachable(error: BaseException | None) -> bool:
     """Whether a client error means the node was not reached (or stopped answering)."""
     if isinstance(error, ResponseHandlingException):
         error = error.source
+    if isinstance(error, grpc.RpcError) and isinstance(error, grpc.Call):  # QDRANT_TRANSPORT=grpc
+        return error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
     return isinstance(error, httpx.TransportError)
 
 
@@ -67,11 +71,21 @@ class QdrantNodes:
             c is getattr(fn, "__self__", None) for c in self.clients
         ):
             return fn(*args, **kwargs)
-        node = self._current  # not fn's own node: a caller may hold a client from before
+        name = fn.__name__  # not fn's own node: a caller may hold a client from before
+
+        def on(client: QdrantClient) -> T:
+            method: Callable[P, T] = getattr(client, name)
+            return method(*args, **kwargs)
+
+        return self.run(on)
+
+    def run(self, fn: Callable[[QdrantClient], T]) -> T:
+        """`fn(client)` with the current node's client, and again with the next node's
+        while a node is unreachable, each node once."""
+        node = self._current
         for attempt in range(len(self.clients)):
-            method: Callable[P, T] = getattr(self.clients[node], fn.__name__)
             try:
-                return method(*args, **kwargs)
+                return fn(self.clients[node])
             except Exception as e:
                 if not unreachable(e) or attempt == len(self.clients) - 1:
                     raise

@@ -1,0 +1,180 @@
+"""API processes scaled out on one host: `scripts/serve.sh` with WEB_CONCURRENCY=2 and
+SYNC_MODE=off over a real Qdrant server, beside one syncer.
+
+The syncer (`python -m app.sync --once`, a process of its own) mirrors the committed
+`cow_aged` table (118 products; tests/fixtures/tables/make_tables.py) into a collection of
+its own on the session's server. Two uvicorn workers then serve it on one port: answers
+to the same query are the same whichever worker gives them, the impressions they record
+name two processes (their `source`, host:pid), and a worker killed with SIGKILL is
+replaced by uvicorn while the port keeps answering. A configuration that cannot run two
+processes (the sync embedded, or no server) is refused at start with the setting to
+change, before anything is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fixtures.tables.make_tables import HERE
+from tests.qdrant_server import (
+    free_port,
+    qdrant_server_fixture,  # noqa: F401
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+QUERY = {"query": "a durable product for the kitchen", "top_k": 5}
+
+
+def _env(folder: Path, **extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "DATA_DIR": str(folder / "data"),
+        "HUDI_TABLE_PATH": str(folder / "cow_aged"),
+        "MAX_CHUNK_TOKENS": "64",
+        "CHUNK_OVERLAP_TOKENS": "8",
+        "OPENAI_API_KEY": "",
+        "LOG_LEVEL": "WARNING",
+        "EVENTS_FLUSH_SECONDS": "0.2",
+        **extra,
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _workers(parent: int) -> set[int]:
+    """uvicorn's worker processes: the children of the supervisor running app.main."""
+    found = set()
+    for task in Path(f"/proc/{parent}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
+                found.add(int(child))
+    return found
+
+
+def _sources(events: Path) -> set[str]:
+    """The `source` of every impression written so far (open and closed segments)."""
+    found = set()
+    for segment in events.rglob("*.jsonl"):
+        for line in segment.read_text().splitlines():
+            found.add(json.loads(line)["source"])
+    return found
+
+
+def _ask(url: str) -> list[int]:
+    # A new connection per request: the kernel hands each to whichever worker accepts.
+    answer = httpx.post(f"{url}/recommend", json=QUERY, timeout=60)
+    assert answer.status_code == 200, answer.text
+    return [p["id"] for p in answer.json()["products"]]
+
+
+@pytest.fixture(scope="module")
+def served(
+    qdrant_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """(url, serve.sh's process, the events folder) of two API processes."""
+    folder = tmp_path_factory.mktemp("processes")
+    shutil.copytree(HERE / "cow_aged", folder / "cow_aged")
+    store = {"QDRANT_URL": qdrant_server, "QDRANT_COLLECTION": f"t_{uuid.uuid4().hex[:12]}"}
+    sync = subprocess.run(
+        [sys.executable, "-m", "app.sync", "--once"],
+        cwd=ROOT,
+        env=_env(folder, **store, SYNC_LOCK_DIR=str(folder / "locks")),
+        capture_output=True,
+        timeout=600,
+    )
+    assert sync.returncode == 0, sync.stderr.decode()[-2000:]
+    port = free_port()
+    env = _env(folder, **store, WEB_CONCURRENCY="2", SYNC_MODE="off", PORT=str(port))
+    # A session of its own: the workers go with it if the supervisor does not stop them.
+    proc = subprocess.Popen(["scripts/serve.sh"], cwd=ROOT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        # Both workers up: each answers /ready only once its model is loaded.
+        while len(_workers(proc.pid)) < 2 or not _ready_everywhere(url):
+            assert proc.poll() is None, "serve.sh exited"
+            assert time.monotonic() < deadline, "two workers not ready in 180 s"
+            time.sleep(0.5)
+        yield url, proc, folder / "data" / "events"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def _ready_everywhere(url: str) -> bool:
+    """Twenty /ready calls on new connections all answered 200 (a worker still loading
+    accepts none: the kernel queues a connection for the ones that do)."""
+    try:
+        return all(httpx.get(f"{url}/ready", timeout=5).status_code == 200 for _ in range(20))
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.mark.server
+def test_two_processes_serve_one_port_with_the_same_answers(
+    served: tuple[str, subprocess.Popen[bytes], Path],
+) -> None:
+    url, proc, events = served
+    workers = _workers(proc.pid)
+    assert len(workers) == 2
+    answers = {tuple(_ask(url)) for _ in range(30)}
+    assert len(answers) == 1 and len(next(iter(answers))) > 0
+    deadline = time.monotonic() + 10
+    while {s.rsplit(":", 1)[1] for s in _sources(events)} != {str(w) for w in workers}:
+        assert time.monotonic() < deadline, (_sources(events), workers)
+        _ask(url)
+        time.sleep(0.3)
+
+
+@pytest.mark.server
+def test_a_killed_worker_is_replaced_and_the_port_keeps_answering(
+    served: tuple[str, subprocess.Popen[bytes], Path],
+) -> None:
+    url, proc, _ = served
+    before = _workers(proc.pid)
+    victim = min(before)
+    expected = _ask(url)
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while True:
+        # Every request meanwhile is answered, by the worker left or by the new one.
+        assert _ask(url) == expected
+        now = _workers(proc.pid)
+        if len(now) == 2 and victim not in now:
+            break
+        assert time.monotonic() < deadline, now
+        time.sleep(0.3)
+    assert proc.poll() is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "reason"),
+    [
+        ({"SYNC_MODE": "embedded", "QDRANT_URL": "http://127.0.0.1:9"}, "needs SYNC_MODE=off"),
+        ({"SYNC_MODE": "off", "QDRANT_URL": ""}, "needs a Qdrant server"),
+    ],
+)
+def test_two_processes_are_refused_where_only_one_can_run(
+    settings: dict[str, str], reason: str, tmp_path: Path
+) -> None:
+    env = _env(tmp_path, WEB_CONCURRENCY="2", PORT=str(free_port()), **settings)
+    done = subprocess.run(["scripts/serve.sh"], cwd=ROOT, env=env, capture_output=True, timeout=120)
+    assert done.returncode != 0
+    assert reason in done.stderr.decode(), done.stderr.decode()[-2000:]
