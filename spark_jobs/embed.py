@@ -15,7 +15,7 @@ commit: V follows the catalog, not its history, and so does the sync's lookup in
 The content key names the engine (`all-MiniLM-L6-v2+int8` for the int8 export), so the sync
 only loads vectors from the engine it runs itself. The engine is decided once, on the
 driver (`--encoder`, default EMBEDDING_ENCODER; auto: int8 where the driver's CPU has
-VNNI/AMX), and every worker runs that engine or fails its task: where the executors' CPUs
+AVX2/VNNI/AMX), and every worker runs that engine or fails its task: where the executors' CPUs
 differ from the syncer's, set `--encoder` to the engine the syncer logs at start-up.
 
 Fault tolerance: the chunk stage and the vectors are kept with a reliable checkpoint

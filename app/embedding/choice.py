@@ -1,10 +1,11 @@
 """Which engine embeds documents on this machine, and why (logged at start-up).
 
-`auto` takes the int8 export where the CPU multiplies int8 natively (VNNI/AMX: faster than
-torch at cosine >= 0.99 to its vectors, BENCHMARKS.md), else the fp32 export (torch's
-vectors). Every ONNX engine is checked against torch on probe texts before it is used; a
-failed check falls back a step, never stops the service. The choice is a small result
-(`EncoderPick`) that app.embedding.model builds its Embedder from.
+`auto` takes the int8 export where the CPU has int8 dot products (VNNI/AMX, or AVX2's
+u8 x s8 multiply-adds: on both it beats the fp32 export at cosine >= 0.99 to torch's
+vectors, BENCHMARKS.md), else the fp32 export (torch's vectors). Every ONNX engine is
+checked against torch on probe texts before it is used; a failed check falls back a step,
+never stops the service. The choice is a small result (`EncoderPick`) that
+app.embedding.model builds its Embedder from.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ _PROBES = [
 _FP32_MAX_DIFF = 1e-4
 # int8 is a close approximation, not the same vectors (BENCHMARKS.md has its cosines).
 _INT8_MIN_COSINE = 0.99
-# CPU flags that run int8 GEMMs natively (u8 x s8 without saturation).
-_INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni")
+# CPU flags for int8 GEMMs, best first: VNNI/AMX natively; AVX2 in two steps (pmaddubsw).
+_INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2")
 
 
 def int8_cpu_flag(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
@@ -97,7 +98,7 @@ def choose_encoder(
     want_int8 = choice == "onnx-int8" or (choice == "auto" and flag is not None)
     why = f"EMBEDDING_ENCODER={choice}"
     if choice == "auto":
-        why = f"auto: CPU has {flag}" if flag else "auto: CPU has no VNNI/AMX for int8"
+        why = f"auto: CPU has {flag}" if flag else "auto: CPU has no AVX2/VNNI/AMX for int8"
     threads = threads or available_cores()
     try:
         reference = embed_torch(model, _PROBES, batch_size)

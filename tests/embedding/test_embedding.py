@@ -106,7 +106,7 @@ def test_fp32_onnx_vectors_equal_sentence_transformers(
     np.testing.assert_allclose(fp32.embed(shuffled), vectors[::-1], atol=1e-5)
 
 
-def test_auto_picks_int8_on_a_vnni_cpu_and_names_its_vector_space(
+def test_auto_picks_int8_on_an_int8_cpu_and_names_its_vector_space(
     torch_embedder: Embedder,
 ) -> None:
     # From the exports ./scripts/bootstrap.sh cached in data/models (made here if missing).
@@ -134,6 +134,8 @@ def test_int8_cpu_flag_reads_cpuinfo(tmp_path: Path) -> None:
     info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n")
     assert int8_cpu_flag(info) == "avx512_vnni"
     info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2\n")
+    assert int8_cpu_flag(info) == "avx2"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse sse4_2 avx\n")
     assert int8_cpu_flag(info) is None
     assert int8_cpu_flag(tmp_path / "missing") is None
 
