@@ -7,7 +7,7 @@ through each session setting in turn, and prints per setting: process CPU second
 query (every thread counted, so ONNX Runtime's spinning workers are too), the cores that
 is at this rate, and latency p50/p95. Settings, in one run:
   before   fp32 export, min(4, cores) intra-op threads, spinning on (ORT's default)
-  after    the service's query encoder now: the documents' file (int8 on a VNNI CPU),
+  after    the service's query encoder now: the documents' file (int8 on an AVX2/VNNI CPU),
            1 thread, no spinning
 plus fp32 with 1 thread and no spinning, to separate threads/spinning from int8.
 """

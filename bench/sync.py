@@ -1,6 +1,16 @@
 """Sync throughput against sentence-transformers' own speed, measured in one run.
 
     flock /tmp/bench.lock .venv/bin/python bench/sync.py [--products 10000] [--seed 7]
+    flock /tmp/bench.lock .venv/bin/python bench/sync.py --dataset DIR
+
+With --dataset (a folder holding a real catalog's products.jsonl, e.g. CrowdFlower's dev
+set): Spark upserts that file into a Hudi table, the sync bootstraps it into the default
+embedded store, and sentence-transformers' torch fp32 embeds the very chunk texts the
+bootstrap embedded (half of them before the bootstrap, half after, so a drift in load
+shows as a gap); prints bootstrap chunks/s ÷ torch chunks/s (issue 34: >= 2.0) and the
+cosine of the sync's vectors to torch's. Whole process, one run, progress with an ETA.
+
+Without it, on N generated products:
 
 Prints, all from this run on this machine:
   1. raw embedding throughput (chunks/s) on a sample of the same chunk texts, of
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import random
 import sys
 import tempfile
@@ -47,8 +58,12 @@ def main() -> None:
     parser.add_argument("--products", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--sample", type=int, default=2_000, help="chunks for the raw baseline")
+    parser.add_argument("--dataset", type=Path, help="a folder with a real products.jsonl")
     args = parser.parse_args()
     configure_logging("INFO")
+    if args.dataset:
+        run_dataset(args.dataset)
+        return
 
     work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
     settings = Settings(hudi_table_path=str(work / "products"), qdrant_path=str(work / "qdrant"))
@@ -155,6 +170,79 @@ def main() -> None:
         f"price-only update, 1000 products {price_s:8.2f} s  rows {price.rows}, "
         f"embedded {price.embedded} (target 0), payload updates {price.payload_updates}"
     )
+
+
+def run_dataset(folder: Path) -> None:
+    """The bootstrap of a real catalog against torch on the same chunk texts."""
+    from app.eval.data import load_products
+    from app.sync.apply import EMBED_GROUP
+    from app.sync.progress import Progress
+    from spark_jobs.upsert_products import upsert_files
+
+    work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
+    settings = Settings(hudi_table_path=str(work / "products"), qdrant_path=str(work / "qdrant"))
+    products_file = folder / "products.jsonl"
+    spark = get_spark(settings, app_name="bench-sync")
+    logger.info("writing %s with Spark", products_file)
+    create_table(spark, settings.hudi_table_path)
+    upsert_files(spark, settings.hudi_table_path, [str(products_file)])
+    spark.stop()
+
+    embedder = embedder_for(settings)
+    baseline = load_embedder(
+        settings.embedding_model,
+        settings.embedding_device,
+        settings.embedding_batch_size,
+        encoder="torch",
+    )
+    store = open_store(settings)
+    engine = SyncEngine(settings, store, embedder)
+    texts = [c.text for p in load_products(products_file) for c in engine.chunker.chunk(p)]
+    # The sync embeds in calls of EMBED_GROUP chunks in table order; torch gets the same calls.
+    groups = [texts[i : i + EMBED_GROUP] for i in range(0, len(texts), EMBED_GROUP)]
+    half = len(groups) // 2
+    for e in (baseline, embedder):
+        e.embed(texts[:64])  # warm-up: the first batch pays lazy init
+
+    def torch_rate(part: list[list[str]], label: str) -> tuple[float, int]:
+        progress = Progress(logger, f"torch baseline, {label}", sum(len(g) for g in part))
+        t0 = time.perf_counter()
+        for group in part:
+            baseline.embed(group)
+            progress.advance(len(group))
+        return progress.done / (time.perf_counter() - t0), progress.done
+
+    torch_before, n_before = torch_rate(groups[:half], "before the bootstrap")
+    load_before = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    boot = engine.run_cycle()
+    boot_s = time.perf_counter() - t0
+    load_boot = os.getloadavg()[0]
+    torch_after, n_after = torch_rate(groups[half:], "after the bootstrap")
+    load_after = os.getloadavg()[0]
+    # Chunks per second over all of them: total texts / total torch time.
+    torch_all = (n_before + n_after) / (n_before / torch_before + n_after / torch_after)
+    boot_rate = boot.embedded / boot_s
+    sample = texts[:: max(1, len(texts) // 1000)]
+    cos = np.sum(baseline.embed(sample) * embedder.embed(sample), axis=1)
+    store.close()
+
+    print(f"dataset                          {folder} ({len(texts)} chunk texts)")
+    print(f"encoder                          {embedder.encoder} ({embedder.model_id})")
+    print(
+        f"bootstrap sync                   {boot_rate:8.1f} chunks/s  ({boot.embedded} chunks, "
+        f"{boot_s:.1f} s, {boot.rows} rows)"
+    )
+    print(
+        f"torch fp32, same chunk texts     {torch_all:8.1f} chunks/s  "
+        f"(before {torch_before:.1f}, after {torch_after:.1f})"
+    )
+    print(f"  ratio bootstrap/torch          {boot_rate / torch_all:8.3f}   (target >= 2.0)")
+    print(f"  cosine to torch, min / mean    {cos.min():8.4f} / {cos.mean():.4f} ({len(sample)})")
+    loads = f"{load_before:.1f} / {load_boot:.1f} / {load_after:.1f}"
+    print(f"  1-min load before / boot / after  {loads}")
+    if boot.embedded != len(texts):
+        print(f"  WARNING: the bootstrap embedded {boot.embedded}, torch {len(texts)} texts")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ and so does the sync's lookup index.
 The content key names the engine (`all-MiniLM-L6-v2+int8` for the int8 export), so the sync
 only loads vectors from the engine it runs itself. The engine is decided once, on the
 driver (`--encoder`, default EMBEDDING_ENCODER; auto: int8 where the driver's CPU has
-VNNI/AMX), and every worker runs that engine or fails its task: where the syncer's CPU
-differs from the driver's, set `--encoder` to the engine the syncer logs at start-up. An
+AVX2/VNNI/AMX), and every worker runs that engine or fails its task: where the executors' CPUs
+differ from the syncer's, set `--encoder` to the engine the syncer logs at start-up. An
 ONNX engine runs on the executors from the shipped export alone, so they need no torch
 (spark_jobs/pack_env.py leaves it out); under torch each worker loads the model.
 

@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     embedding_batch_size: int = Field(32, ge=1, le=1024)
     embedding_device: str = "cpu"
     # The engine that embeds documents (app/embedding/choice.py). auto: int8 ONNX on a CPU
-    # with VNNI/AMX, fp32 ONNX on other CPUs, torch on a GPU; each checked against torch
+    # with AVX2/VNNI/AMX, fp32 ONNX on other CPUs, torch on a GPU; each checked against torch
     # at start-up. Changing to or from int8 re-embeds everything (another vector space).
     embedding_encoder: Literal["auto", "onnx-int8", "onnx-fp32", "torch"] = "auto"
     # ONNX Runtime threads for documents; 0 = every core this process may use.

@@ -1,12 +1,13 @@
 """Which engine embeds documents on this machine, and why (logged at start-up).
 
-`auto` takes the int8 export where the CPU multiplies int8 natively (VNNI/AMX: faster than
-torch at cosine >= 0.99 to its vectors, BENCHMARKS.md), else the fp32 export (torch's
-vectors). Every ONNX engine is checked against torch on probe texts before it is used; a
-failed check falls back a step, never stops the service. The choice is a small result
-(`EncoderPick`) that app.embedding.model builds its Embedder from. An export served
-without torch (app.embedding.exported) is picked by the same rule (`pick_onnx`), checked
-against the torch vectors recorded when it was made.
+`auto` takes the int8 export where the CPU has int8 dot products (VNNI/AMX, or AVX2's
+u8 x s8 multiply-adds: on both it beats the fp32 export at cosine >= 0.99 to torch's
+vectors, BENCHMARKS.md), else the fp32 export (torch's vectors). Every ONNX engine is
+checked against torch on probe texts before it is used; a failed check falls back a step,
+never stops the service. The choice is a small result (`EncoderPick`) that
+app.embedding.model builds its Embedder from. An export served without torch
+(app.embedding.exported) is picked by the same rule (`pick_onnx`), checked against the
+torch vectors recorded when it was made.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ PROBES = [
 _FP32_MAX_DIFF = 1e-4
 # int8 is a close approximation, not the same vectors (BENCHMARKS.md has its cosines).
 _INT8_MIN_COSINE = 0.99
-# CPU flags that run int8 GEMMs natively (u8 x s8 without saturation).
-_INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni")
+# CPU flags for int8 GEMMs, best first: VNNI/AMX natively; AVX2 in two steps (pmaddubsw).
+_INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2")
 # int8 vectors are a vector space of their own: `<model>+int8`.
 INT8_SUFFIX = "+int8"
 
@@ -121,7 +122,7 @@ def wants_int8(choice: EncoderChoice) -> tuple[bool, str]:
     if choice != "auto":
         return choice == "onnx-int8", f"EMBEDDING_ENCODER={choice}"
     if flag is None:
-        return False, "auto: CPU has no VNNI/AMX for int8"
+        return False, "auto: CPU has no AVX2/VNNI/AMX for int8"
     return True, f"auto: CPU has {flag}"
 
 

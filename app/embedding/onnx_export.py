@@ -2,8 +2,11 @@
 
 Only the encoder is exported (token ids -> last hidden state); tokenization, mean pooling
 and normalisation stay in Python (app.embedding.onnx_encoder), so the ONNX vectors are
-sentence-transformers' own. Files are cached in `cache_dir`, keyed by model and torch
-version, and written atomically: concurrent starters never load half a file.
+sentence-transformers' own. The export is traced with eager attention and then fused by
+ONNX Runtime's BERT optimizer (one Attention op per layer, embeddings and skip layer norms
+fused); the SDPA trace has a masking subgraph (Where, IsNaN) the fuser does not match.
+Files are cached in `cache_dir`, keyed by model, torch version and recipe, and written
+atomically: concurrent starters never load half a file.
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ def export_fp32(model: SentenceTransformer, model_name: str, cache_dir: Path) ->
     """The float32 export (~2 s the first time), cached."""
     import torch
 
-    key = hashlib.sha256(f"{model_name}|{torch.__version__}".encode()).hexdigest()[:12]
+    # Bump the recipe whenever the export below changes: a cached older file would be reused.
+    recipe = f"{model_name}|{torch.__version__}|eager-fused"
+    key = hashlib.sha256(recipe.encode()).hexdigest()[:12]
     path = cache_dir / f"{model_name.replace('/', '--')}-{key}.onnx"
     if path.is_file():
         return path
@@ -61,20 +66,46 @@ def export_fp32(model: SentenceTransformer, model_name: str, cache_dir: Path) ->
 
     sample = model.tokenizer(["hello world"], return_tensors="pt")
     axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "last_hidden_state")}
+    attention = encoder.config._attn_implementation
     with _atomic(path) as tmp, torch.inference_mode():
-        # The TorchScript exporter (dynamo=False): the dynamo one needs onnxscript.
-        torch.onnx.export(
-            _Hidden().eval(),
-            tuple(sample[n] for n in INPUTS),
-            tmp,
-            input_names=list(INPUTS),
-            output_names=["last_hidden_state"],
-            dynamic_axes=axes,
-            opset_version=17,
-            dynamo=False,
-        )
-    logger.info("exported %s to %s", model_name, path)
+        encoder.set_attn_implementation("eager")
+        try:
+            # The TorchScript exporter (dynamo=False): the dynamo one needs onnxscript.
+            torch.onnx.export(
+                _Hidden().eval(),
+                tuple(sample[n] for n in INPUTS),
+                tmp,
+                input_names=list(INPUTS),
+                output_names=["last_hidden_state"],
+                dynamic_axes=axes,
+                opset_version=17,
+                dynamo=False,
+            )
+        finally:
+            encoder.set_attn_implementation(attention)  # torch itself keeps its fast path
+        fused = _fuse(tmp, encoder.config)
+    logger.info("exported %s to %s (fused: %s)", model_name, path, fused)
     return path
+
+
+def _fuse(path: str, config: Any) -> str:
+    """Fuse the BERT subgraphs of the export at `path` in place; returns what was fused.
+
+    opt_level 0: only the fusions, no ONNX Runtime graph rewrites baked in for this CPU
+    (the session applies its own at load). A layout it does not know stays unfused.
+    """
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    fused = optimize_model(
+        path,
+        model_type="bert",
+        num_heads=int(config.num_attention_heads),
+        hidden_size=int(config.hidden_size),
+        opt_level=0,
+    )
+    fused.save_model_to_file(path)
+    counts = fused.get_fused_operator_statistics()
+    return ", ".join(f"{n} {c}" for n, c in counts.items() if c) or "nothing"
 
 
 def quantize_int8(fp32: Path) -> Path:
@@ -89,7 +120,7 @@ def quantize_int8(fp32: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # Bump the suffix whenever the recipe below changes: a cached older file would be reused.
-    path = fp32.with_name(fp32.stem + "-int8v2.onnx")
+    path = fp32.with_name(fp32.stem + "-int8v3.onnx")
     if path.is_file():
         return path
     graph = onnx.load(str(fp32), load_external_data=False).graph
@@ -102,6 +133,9 @@ def quantize_int8(fp32: Path) -> Path:
             op_types_to_quantize=["MatMul"],
             per_channel=True,
             nodes_to_exclude=keep_fp32,
+            # The fused export's ops (Attention, SkipLayerNormalization) are outside ONNX's
+            # shape inference, so their outputs have no type; they are all float.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
     logger.info("quantized %s to int8 (%d MatMuls kept fp32): %s", fp32.name, len(keep_fp32), path)
     return path

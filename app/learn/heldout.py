@@ -3,7 +3,7 @@
 Two measures (`python -m app.learn --measure`):
 - `catalog` (default), app.eval's machinery: the whole catalog indexed the way the sync
   indexes it (app.eval.index) with the encoder's document engine as the service would pick
-  it (int8 ONNX on a VNNI CPU), every query through the service's retriever twice: `dense`
+  it (int8 ONNX on an AVX2/VNNI CPU), every query through the service's retriever twice: `dense`
   (the encoder alone) and `service` (RETRIEVAL_MODE, by default the relevance fusion with
   BM25). Condensed nDCG@10 over the top 100, threshold 0 (the ranking itself, as
   DESIGN.md's quality table is measured).

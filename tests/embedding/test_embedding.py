@@ -6,10 +6,12 @@ Texts are real chunks: generated products cut by the sync's own chunker.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 
 from app.core.catalog import Product
@@ -73,7 +75,7 @@ def test_int8_vectors_match_sentence_transformers(
 ) -> None:
     assert int8_embedder.encoder == "onnx-int8"
     assert int8_embedder.onnx is not None and int8_embedder.onnx.model_path.name.endswith(
-        "-int8v2.onnx"
+        "-int8v3.onnx"
     )
     cos = _cosines(int8_embedder.embed(chunk_texts), torch_vectors)
     assert len(cos) == len(chunk_texts) > 250
@@ -91,6 +93,11 @@ def test_fp32_onnx_vectors_equal_sentence_transformers(
 ) -> None:
     fp32 = load_embedder(encoder="onnx-fp32", cache_dir=models_dir)
     assert fp32.encoder == "onnx-fp32"
+    # The export is fused (one Attention op per layer), and still torch's vectors.
+    assert fp32.onnx is not None
+    graph = onnx.load(str(fp32.onnx.model_path), load_external_data=False).graph
+    ops = Counter(n.op_type for n in graph.node)
+    assert (ops["Attention"], ops["EmbedLayerNormalization"]) == (6, 1), ops
     vectors = fp32.embed(chunk_texts)
     cos = _cosines(vectors, torch_vectors)
     assert cos.min() >= 0.9999, f"min cosine {cos.min():.6f}"
@@ -99,7 +106,7 @@ def test_fp32_onnx_vectors_equal_sentence_transformers(
     np.testing.assert_allclose(fp32.embed(shuffled), vectors[::-1], atol=1e-5)
 
 
-def test_auto_picks_int8_on_a_vnni_cpu_and_names_its_vector_space(
+def test_auto_picks_int8_on_an_int8_cpu_and_names_its_vector_space(
     torch_embedder: Embedder,
 ) -> None:
     # From the exports ./scripts/bootstrap.sh cached in data/models (made here if missing).
@@ -127,6 +134,8 @@ def test_int8_cpu_flag_reads_cpuinfo(tmp_path: Path) -> None:
     info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n")
     assert int8_cpu_flag(info) == "avx512_vnni"
     info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2\n")
+    assert int8_cpu_flag(info) == "avx2"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse sse4_2 avx\n")
     assert int8_cpu_flag(info) is None
     assert int8_cpu_flag(tmp_path / "missing") is None
 

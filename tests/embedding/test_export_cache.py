@@ -25,9 +25,9 @@ def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]
         models = Path(settings.model_cache_dir)
         models.mkdir(parents=True, exist_ok=True)
         made.append("export")
-        for name in ("m.onnx", "m-int8v2.onnx"):
+        for name in ("m.onnx", "m-int8v3.onnx"):
             (models / name).write_bytes(name.encode())
-        return [models / "m-int8v2.onnx"]
+        return [models / "m-int8v3.onnx"]
 
     monkeypatch.setattr(export_cli, "export", export)
     yield made

@@ -101,7 +101,7 @@ def test_the_folder_loads_with_sentence_transformers_and_its_int8_export_agrees(
         texts, normalize_embeddings=True
     )
     exports = sorted(p.name for p in learned.onnx_dir.iterdir())
-    # int8 asked for explicitly: "auto" picks fp32 on a CPU without VNNI/AMX.
+    # int8 asked for explicitly: "auto" picks fp32 on a CPU without AVX2/VNNI/AMX.
     settings = Settings(_env_file=None, embedding_encoder="onnx-int8")
     embedder = encoder_embedder(learned.encoder_dir, learned.encoder_id, settings)
     # The service's engine choice found the training's exports: it exported nothing.
