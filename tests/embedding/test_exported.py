@@ -59,7 +59,7 @@ def _settings(cache: Path, **kw: object) -> Settings:
 def test_export_holds_both_engines_and_the_tokenizer(exports: Path) -> None:
     manifest = json.loads((exports / MANIFEST).read_text())
     assert manifest["model"] == "" and manifest["model_id"] == "all-MiniLM-L6-v2"
-    assert manifest["int8"].endswith("-int8v2.onnx")
+    assert manifest["int8"].endswith("-int8v3.onnx")
     for name in (manifest["fp32"], manifest["int8"], manifest["tokenizer"]):
         assert (exports / name).is_file()
     assert len(manifest["reference"]) == len(manifest["probes"]) == 3
