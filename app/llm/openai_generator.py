@@ -29,7 +29,7 @@ import openai
 from openai import AsyncOpenAI
 
 from app.llm.breaker import BreakerState, CircuitBreaker
-from app.llm.completion_stream import completion_deltas
+from app.llm.completion_stream import READ_INTERVAL_SECONDS, completion_deltas
 from app.llm.extractive import extractive_recommendation, replay
 from app.llm.grounding import cited_ids, unknown_references
 from app.llm.metrics import LLMOutcome, SkipReason, record_llm_outcome, record_llm_skipped
@@ -121,6 +121,9 @@ class OpenAIGenerator:
             while (piece := await _joined(pieces)) is not None:
                 streamed = True
                 yield piece
+                # Text that comes meanwhile joins the next piece: one wake-up of the reader
+                # per interval, not per token; the end of the answer ends the pause.
+                await asyncio.wait({task}, timeout=READ_INTERVAL_SECONDS)
             outcome, text = await task
         finally:
             if not task.done():
