@@ -2,9 +2,10 @@
 
 Events, in order (docs/http-api.md, "Streamed answers"):
 - `products`: the /search response (products, filters_applied, nearest_matches, ...);
-- `delta` ({"text": ...}), any number: pieces of the answer, in order; the LLM's tokens
-  are coalesced, at most one event per FLUSH_SECONDS (the first text goes out at once):
-  one event per token cost five times a JSON answer's CPU in the middlewares;
+- `delta` ({"text": ...}), any number: pieces of the answer, in order, coalesced: at most
+  one event per FLUSH_SECONDS (the first text goes out at once). The LLM's generator
+  already hands its text on per read interval (app/llm/completion_stream.py), so a stream
+  costs per event, not per token;
 - `done`: the JSON response of /recommend, built by the same function, plus `text_replaced`.
 
 Every answer ends with `done`: a failing LLM becomes a degraded extractive answer, as on
