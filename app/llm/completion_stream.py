@@ -99,10 +99,11 @@ class _SSEData:
 
     def feed(self, raw: bytes) -> list[bytes]:
         buffer = self._partial + raw
-        end = max(buffer.rfind(b"\n"), buffer.rfind(b"\r")) + 1
+        # A CR at the very end may be the first half of a CR LF: its line waits for the next.
+        ended = buffer[:-1] if buffer.endswith(b"\r") else buffer
+        end = max(ended.rfind(b"\n"), ended.rfind(b"\r")) + 1
         self._partial = buffer[end:]
         complete: list[bytes] = []
-        # A CR LF split between two reads gives one extra empty line: an event with no data.
         for line in buffer[:end].splitlines():
             if not line:
                 if self._data:
