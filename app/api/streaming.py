@@ -159,21 +159,28 @@ async def _coalesced(
     read: asyncio.Future[AnswerPart] | None = None
     try:
         while True:
-            if read is None:
-                read = asyncio.ensure_future(anext(answer))
-            wait = None if not held else max(0.0, sent_at + FLUSH_SECONDS - time.monotonic())
-            done, _ = await asyncio.wait({read}, timeout=wait)
-            if not done:  # nothing more within the window: send what is held
-                yield "".join(held)
-                held.clear()
-                sent_at = time.monotonic()
-                continue
-            try:
-                part = read.result()
-            except StopAsyncIteration:
-                break
-            finally:
-                read = None
+            if read is None and not held:
+                # Nothing waits to be sent, so no window to watch: the read needs no task.
+                try:
+                    part = await anext(answer)
+                except StopAsyncIteration:
+                    break
+            else:
+                if read is None:
+                    read = asyncio.ensure_future(anext(answer))
+                wait = None if not held else max(0.0, sent_at + FLUSH_SECONDS - time.monotonic())
+                done, _ = await asyncio.wait({read}, timeout=wait)
+                if not done:  # nothing more within the window: send what is held
+                    yield "".join(held)
+                    held.clear()
+                    sent_at = time.monotonic()
+                    continue
+                try:
+                    part = read.result()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    read = None
             if isinstance(part, Recommendation):
                 if held:
                     yield "".join(held)
