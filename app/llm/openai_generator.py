@@ -15,6 +15,8 @@ moment (each answers extractively, `degraded`, with the reason):
 `stream` applies the same three limits and the same checks to a streamed completion
 (docs/http-api.md, "Streamed answers"): the client retries only before the first token,
 the deadline bounds the whole stream, and the grounding check runs on the finished text.
+The stream's body is read by app/llm/completion_stream.py, its text handed on at most
+once per READ_INTERVAL_SECONDS: a stream's CPU follows its events, not its tokens.
 """
 
 from __future__ import annotations
