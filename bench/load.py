@@ -184,6 +184,7 @@ def start_service(
         "QDRANT_PATH": str(shard),
         "HUDI_TABLE_PATH": str(shard.parent / "no-table"),
         "SYNC_LOCK_DIR": str(shard.parent),
+        "EVENTS_DIR": str(shard.parent / "events"),  # not the checkout's data/
         "OPENAI_API_KEY": "bench" if llm_url else "",
         "OPENAI_BASE_URL": llm_url or "",
         "LOG_LEVEL": "WARNING",
