@@ -3,8 +3,8 @@
 Only `POST /v1/chat/completions` is served. Each request takes the next queued behaviour
 (the last one repeats), and every request body is recorded so tests can read the prompt.
 A request with `"stream": true` gets its answer as OpenAI chunk events (SSE), at once or,
-with `Trickle`, token by token at a set rate; a stream whose reader leaves before its end
-is counted in `disconnects`.
+with `Trickle`, token by token at a set rate (optionally cut, or with a garbled event); a
+stream whose reader leaves before its end is counted in `disconnects`.
 
     def test_x(openai_stub):
         openai_stub.respond(Fail(429), Answer("Try [id:1]."))   # 429, then an answer
@@ -63,11 +63,15 @@ class Trickle:
     """`then`'s answer at `tokens_per_second` (a whole-answer request waits as long).
 
     `cut_after`: a stream drops its connection after this many tokens, unfinished.
+    `garbled_after`: a stream sends `garbage` as the data of one event after this many
+    tokens, then goes on (a malformed chunk, or an error chunk such as a provider sends).
     """
 
     tokens_per_second: float
     then: Answer | Echo = field(default_factory=Echo)
     cut_after: int | None = None
+    garbled_after: int | None = None
+    garbage: str = "{not json"
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,8 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 for i, token in enumerate(tokens):
                     if cut is not None and i == cut:
                         return  # dropped mid-answer
+                    if trickle is not None and i == trickle.garbled_after:
+                        self._write(f"data: {trickle.garbage}\n\n".encode())
                     time.sleep(pause)
                     if i == 0:
                         stub.first_tokens.append(time.monotonic())

@@ -2,9 +2,10 @@
 
 Events, in order (docs/http-api.md, "Streamed answers"):
 - `products`: the /search response (products, filters_applied, nearest_matches, ...);
-- `delta` ({"text": ...}), any number: pieces of the answer, in order; the LLM's tokens
-  are coalesced, at most one event per FLUSH_SECONDS (the first text goes out at once):
-  one event per token cost five times a JSON answer's CPU in the middlewares;
+- `delta` ({"text": ...}), any number: pieces of the answer, in order, coalesced: at most
+  one event per FLUSH_SECONDS (the first text goes out at once). The LLM's generator
+  already hands its text on per read interval (app/llm/completion_stream.py), so a stream
+  costs per event, not per token;
 - `done`: the JSON response of /recommend, built by the same function, plus `text_replaced`.
 
 Every answer ends with `done`: a failing LLM becomes a degraded extractive answer, as on
@@ -158,21 +159,28 @@ async def _coalesced(
     read: asyncio.Future[AnswerPart] | None = None
     try:
         while True:
-            if read is None:
-                read = asyncio.ensure_future(anext(answer))
-            wait = None if not held else max(0.0, sent_at + FLUSH_SECONDS - time.monotonic())
-            done, _ = await asyncio.wait({read}, timeout=wait)
-            if not done:  # nothing more within the window: send what is held
-                yield "".join(held)
-                held.clear()
-                sent_at = time.monotonic()
-                continue
-            try:
-                part = read.result()
-            except StopAsyncIteration:
-                break
-            finally:
-                read = None
+            if read is None and not held:
+                # Nothing waits to be sent, so no window to watch: the read needs no task.
+                try:
+                    part = await anext(answer)
+                except StopAsyncIteration:
+                    break
+            else:
+                if read is None:
+                    read = asyncio.ensure_future(anext(answer))
+                wait = None if not held else max(0.0, sent_at + FLUSH_SECONDS - time.monotonic())
+                done, _ = await asyncio.wait({read}, timeout=wait)
+                if not done:  # nothing more within the window: send what is held
+                    yield "".join(held)
+                    held.clear()
+                    sent_at = time.monotonic()
+                    continue
+                try:
+                    part = read.result()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    read = None
             if isinstance(part, Recommendation):
                 if held:
                     yield "".join(held)

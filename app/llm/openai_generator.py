@@ -15,6 +15,8 @@ moment (each answers extractively, `degraded`, with the reason):
 `stream` applies the same three limits and the same checks to a streamed completion
 (docs/http-api.md, "Streamed answers"): the client retries only before the first token,
 the deadline bounds the whole stream, and the grounding check runs on the finished text.
+The stream's body is read by app/llm/completion_stream.py, its text handed on at most
+once per READ_INTERVAL_SECONDS: a stream's CPU follows its events, not its tokens.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
-import httpx
+import httpx2
 import openai
 from openai import AsyncOpenAI
 
 from app.llm.breaker import BreakerState, CircuitBreaker
+from app.llm.completion_stream import READ_INTERVAL_SECONDS, completion_deltas
 from app.llm.extractive import extractive_recommendation, replay
 from app.llm.grounding import cited_ids, unknown_references
 from app.llm.metrics import LLMOutcome, SkipReason, record_llm_outcome, record_llm_skipped
@@ -120,6 +123,9 @@ class OpenAIGenerator:
             while (piece := await _joined(pieces)) is not None:
                 streamed = True
                 yield piece
+                # Text that comes meanwhile joins the next piece: one wake-up of the reader
+                # per interval, not per token; the end of the answer ends the pause.
+                await asyncio.wait({task}, timeout=READ_INTERVAL_SECONDS)
             outcome, text = await task
         finally:
             if not task.done():
@@ -223,7 +229,7 @@ class OpenAIGenerator:
         try:
             async with asyncio.timeout(self.deadline_seconds):
                 answer = await call
-        except (TimeoutError, openai.APIError, httpx.TransportError, StreamCut) as err:
+        except (TimeoutError, openai.APIError, httpx2.TransportError, StreamCut) as err:
             return _classify(err), repr(err)
         except Exception as err:  # a malformed response must not turn into a 500
             logger.exception("LLM call failed unexpectedly")
@@ -252,8 +258,9 @@ class OpenAIGenerator:
         emit: Callable[[str | None], None],
     ) -> str:
         """The streamed completion, emitted as it comes and returned whole; stripped as
-        `_complete`'s is, so both give the same text for the same completion."""
-        stream = await self._client.chat.completions.create(
+        `_complete`'s is, so both give the same text for the same completion. Read by
+        app/llm/completion_stream.py: one emit per read of the body, not per token."""
+        request = self._client.chat.completions.with_streaming_response.create(
             model=self.model,
             messages=build_messages(query, products),
             max_tokens=MAX_ANSWER_TOKENS,
@@ -262,12 +269,9 @@ class OpenAIGenerator:
         text: list[str] = []
         finished = False
         held = ""  # whitespace not sent yet: at the end it is stripped
-        async with stream:
-            async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                finished = finished or chunk.choices[0].finish_reason is not None
-                piece = chunk.choices[0].delta.content
+        async with request as response:
+            async for piece, finish in completion_deltas(response):
+                finished = finished or finish
                 if not piece:
                     continue
                 held += piece
@@ -308,13 +312,14 @@ def _skip(query: str, products: Sequence[RetrievedProduct], reason: SkipReason) 
 
 def _classify(err: BaseException) -> LLMFailure:
     # APITimeoutError is a subclass of APIConnectionError: test it first.
-    if isinstance(err, TimeoutError | openai.APITimeoutError | httpx.TimeoutException):
+    if isinstance(err, TimeoutError | openai.APITimeoutError | httpx2.TimeoutException):
         return "timeout"
     if isinstance(err, openai.RateLimitError):
         return "rate_limited"
     if isinstance(err, openai.InternalServerError):
         return "server_error"
-    # A stream broken after its first bytes surfaces as httpx's own error, not openai's.
-    if isinstance(err, openai.APIConnectionError | httpx.TransportError | StreamCut):
+    # A stream broken after its first bytes surfaces as the error of the client's HTTP
+    # library (httpx2 since openai 3), not openai's: app/llm/completion_stream.py reads it.
+    if isinstance(err, openai.APIConnectionError | httpx2.TransportError | StreamCut):
         return "connection_error"
     return "api_error"

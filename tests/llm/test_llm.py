@@ -529,3 +529,34 @@ def test_a_stream_cut_after_its_first_tokens_ends_with_the_extractive_answer(
     assert answer == extractive_recommendation(QUERY, PRODUCTS, reason="connection_error")
     assert outcome_count("connection_error") == failures + 1
     assert len(openai_stub.requests) == 1  # no retry once text went out
+
+
+@pytest.mark.parametrize(
+    ("garbage", "reason"),
+    [
+        ("{not json", "unexpected_error"),
+        ('{"choices": "none"}', "unexpected_error"),
+        ('{"error": {"message": "overloaded", "type": "server_error"}}', "api_error"),
+    ],
+)
+def test_a_garbled_chunk_after_the_first_tokens_ends_with_the_extractive_answer(
+    openai_stub: OpenAIStub, garbage: str, reason: DegradedReason
+) -> None:
+    failures = outcome_count(reason)
+    answer_text = "I recommend AquaBeat Pro [id:12]."
+    openai_stub.respond(Trickle(1000, Answer(answer_text), garbled_after=2, garbage=garbage))
+    pieces, answer = stream(openai_stub, PRODUCTS)
+    assert "".join(pieces) == "I recommend"
+    assert answer == extractive_recommendation(QUERY, PRODUCTS, reason=reason)
+    assert outcome_count(reason) == failures + 1
+    assert len(openai_stub.requests) == 1
+
+
+def test_a_streamed_answer_of_many_tokens_comes_whole_in_order(openai_stub: OpenAIStub) -> None:
+    # 151 tokens at 500/s: several arrive during each pause between reads of the socket.
+    text = "I recommend AquaBeat Pro [id:12]." + " Swim on." * 73
+    openai_stub.respond(Trickle(500, Answer(text)))
+    pieces, answer = stream(openai_stub, PRODUCTS)
+    assert "".join(pieces) == answer.message == text
+    assert answer == Recommendation(text, "openai", False, [12])
+    assert 1 < len(pieces) < 150  # joined per read of the socket, not one per token

@@ -1,0 +1,123 @@
+"""A streamed chat completion read as text, at the cost of one `json.loads` per chunk.
+
+The openai client's own stream (`create(stream=True)`) builds a `ChatCompletionChunk`
+model per token through its lenient pure-Python constructor: ~0.3 ms a token, most of a
+streamed answer's CPU (BENCHMARKS.md, "Streamed answers"). Here the same request goes
+through the same client (`with_streaming_response`: its retries, status errors and HTTP),
+and only the body is read by hand: Server-Sent Events whose `data` is a chunk's JSON,
+ended by `[DONE]`. Text is handed on per read of the body, not per chunk, and the socket
+is read at most once per READ_INTERVAL_SECONDS while tokens flow.
+
+Failures are those of the client's stream: a chunk with an `error` is an `openai.APIError`;
+a chunk that is not the expected JSON raises (`ValueError`, `KeyError`, `TypeError`, ...);
+a broken or timed-out read raises the HTTP library's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+from openai import AsyncAPIResponse
+
+_DONE = b"[DONE]"
+# As app/api/streaming.py's FLUSH_SECONDS: the shopper gets text in events this far apart.
+READ_INTERVAL_SECONDS = 0.05
+
+
+async def completion_deltas(
+    response: AsyncAPIResponse[Any], read_interval: float = READ_INTERVAL_SECONDS
+) -> AsyncIterator[tuple[str, bool]]:
+    """(text, finished) per read of the body: the content of the chunks that read completed,
+    joined, and whether one of them carried a finish_reason. Ends at the body's end (read
+    past `[DONE]`, so the connection goes back to the client's pool).
+
+    A read that had to wait on the socket is followed by a pause of `read_interval`, so the
+    tokens that arrive meanwhile come in one socket read: the HTTP layers' cost is then per
+    interval, not per token. Chunks the HTTP library holds already are read at once.
+    """
+    loop = asyncio.get_running_loop()
+    events = _SSEData()
+    body = aiter(response.iter_bytes())
+    done = False
+    while True:
+        # Runs only if reading yields to the event loop, which means it waited on the socket.
+        waited: list[bool] = []
+        turn = loop.call_soon(waited.append, True)
+        try:
+            raw = await anext(body)
+        except StopAsyncIteration:
+            return
+        finally:
+            turn.cancel()
+        if done:
+            continue
+        text, finished, done, failure = _parsed(events.feed(raw), response)
+        if text or finished:
+            yield text, finished  # what came before a bad chunk goes out, as it would have
+        if failure is not None:
+            raise failure
+        if waited and text and not (finished or done):
+            await asyncio.sleep(read_interval)
+
+
+def _parsed(
+    events: list[bytes], response: AsyncAPIResponse[Any]
+) -> tuple[str, bool, bool, Exception | None]:
+    """(text, finished, [DONE] seen, the error of a bad chunk) of the events of one read."""
+    text: list[str] = []
+    finished = False
+    try:
+        for data in events:
+            if data == _DONE:
+                return "".join(text), finished, True, None
+            chunk = json.loads(data)
+            if chunk.get("error"):
+                raise _stream_error(chunk["error"], response)
+            choices = chunk.get("choices")
+            if not choices:
+                continue  # e.g. the usage chunk
+            choice = choices[0]
+            finished = finished or choice.get("finish_reason") is not None
+            piece = (choice.get("delta") or {}).get("content")
+            if piece:
+                text.append(piece)
+    except Exception as err:  # ValueError, KeyError, TypeError, ...: the chunk is not one
+        return "".join(text), finished, False, err
+    return "".join(text), finished, False, None
+
+
+class _SSEData:
+    """The `data` of each complete Server-Sent Event, fed the body in pieces of any size."""
+
+    def __init__(self) -> None:
+        self._partial = b""  # a line not ended yet
+        self._data: list[bytes] = []  # the event's data lines so far
+
+    def feed(self, raw: bytes) -> list[bytes]:
+        buffer = self._partial + raw
+        # A CR at the very end may be the first half of a CR LF: its line waits for the next.
+        ended = buffer[:-1] if buffer.endswith(b"\r") else buffer
+        end = max(ended.rfind(b"\n"), ended.rfind(b"\r")) + 1
+        self._partial = buffer[end:]
+        complete: list[bytes] = []
+        for line in buffer[:end].splitlines():
+            if not line:
+                if self._data:
+                    complete.append(b"\n".join(self._data))
+                    self._data = []
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                self._data.append(value[1:] if value.startswith(b" ") else value)
+            # Other fields (event:, id:, retry:) and comments (":") carry nothing used here.
+        return complete
+
+
+def _stream_error(error: object, response: AsyncAPIResponse[Any]) -> openai.APIError:
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str) or not message:
+        message = "An error occurred during streaming"
+    return openai.APIError(message, response.http_request, body=error)
