@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.core.config import Settings
 from app.core.logging import configure_logging
-from app.embedding import embedder_for, load_embedder
+from app.embedding import Embedder, embedder_for, load_embedder
 from app.store import open_store
 from app.sync.engine import SyncEngine
 from spark_jobs.create_table import create_table
@@ -51,6 +51,18 @@ from spark_jobs.session import get_spark
 from spark_jobs.upsert_products import upsert_rows
 
 logger = logging.getLogger("bench.sync")
+
+
+def sync_and_torch(settings: Settings) -> tuple[Embedder, Embedder, SyncEngine]:
+    """The sync's own encoder, torch fp32 (the baseline) and a sync engine on the store."""
+    embedder = embedder_for(settings)
+    baseline = load_embedder(
+        settings.embedding_model,
+        settings.embedding_device,
+        settings.embedding_batch_size,
+        encoder="torch",
+    )
+    return embedder, baseline, SyncEngine(settings, open_store(settings), embedder)
 
 
 def main() -> None:
@@ -73,15 +85,7 @@ def main() -> None:
     create_table(spark, settings.hudi_table_path)
     upsert_rows(spark, settings.hudi_table_path, rows)
 
-    embedder = embedder_for(settings)
-    baseline = load_embedder(
-        settings.embedding_model,
-        settings.embedding_device,
-        settings.embedding_batch_size,
-        encoder="torch",
-    )
-    store = open_store(settings)
-    engine = SyncEngine(settings, store, embedder)
+    embedder, baseline, engine = sync_and_torch(settings)
 
     # 1. Raw model throughput on the very texts the sync will embed (a sample of them).
     from app.core.catalog import Product
@@ -144,7 +148,7 @@ def main() -> None:
     t0 = time.perf_counter()
     price = engine.run_cycle()
     price_s = time.perf_counter() - t0
-    store.close()
+    engine.store.close()
     spark.stop()
 
     print(f"products                         {len(rows)}")
@@ -188,15 +192,7 @@ def run_dataset(folder: Path) -> None:
     upsert_files(spark, settings.hudi_table_path, [str(products_file)])
     spark.stop()
 
-    embedder = embedder_for(settings)
-    baseline = load_embedder(
-        settings.embedding_model,
-        settings.embedding_device,
-        settings.embedding_batch_size,
-        encoder="torch",
-    )
-    store = open_store(settings)
-    engine = SyncEngine(settings, store, embedder)
+    embedder, baseline, engine = sync_and_torch(settings)
     texts = [c.text for p in load_products(products_file) for c in engine.chunker.chunk(p)]
     # The sync embeds in calls of EMBED_GROUP chunks in table order; torch gets the same calls.
     groups = [texts[i : i + EMBED_GROUP] for i in range(0, len(texts), EMBED_GROUP)]
@@ -225,7 +221,7 @@ def run_dataset(folder: Path) -> None:
     boot_rate = boot.embedded / boot_s
     sample = texts[:: max(1, len(texts) // 1000)]
     cos = np.sum(baseline.embed(sample) * embedder.embed(sample), axis=1)
-    store.close()
+    engine.store.close()
 
     print(f"dataset                          {folder} ({len(texts)} chunk texts)")
     print(f"encoder                          {embedder.encoder} ({embedder.model_id})")
