@@ -33,6 +33,7 @@ from typing import Any
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.embedding import Embedder, embedder_for, resolve_model_path
+from app.embedding.choice import INT8_SUFFIX
 from app.embedding.learned import encoder_embedder
 from app.eval.index import chunker_for
 from app.eval.vector_cache import DEFAULT_CACHE_DIR
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             measure=args.measure,
             judgments=judgments,
             folds=folds,
-            base_model=base.model_id,
+            base_model=base.model_id.removesuffix(INT8_SUFFIX),  # the model, not its engine
             base_scores=base_scores,
             learned_scores=learned,
             encoder=encoder_report,

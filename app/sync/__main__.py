@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import time
 
@@ -93,6 +94,11 @@ def _loop(switch: ModelSwitch, interval: float) -> int:
     """Cycles until interrupted; the caller's `switch.close()` releases the lease (the next
     syncer need not wait for its expiry)."""
     logger.info("sync loop every %.1fs", interval)
+    # Started in the background of a non-interactive shell, a process inherits SIGINT
+    # ignored and Python then installs no KeyboardInterrupt handler; SIGTERM (docker stop,
+    # systemd) would kill it with its lease held. Both stop the loop cleanly here.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     loop = RetryLoop(interval, logger)
     try:
         while (delay := loop.step(switch.run_cycle)) is not None:
