@@ -1,6 +1,9 @@
-"""The shopper-facing page: `/` serves index.html, `/static` its stylesheet and script.
+"""The pages: `/` the shopper's (index.html), `/insights` the shop's analytics view
+(insights.html), `/static` their stylesheet and scripts.
 
-Plain files, no build step. The page talks to the API only through `POST /recommend`.
+Plain files, no build step. The shopper page talks to the API through `POST /recommend`
+and `POST /events`; the analytics view reads `GET /analytics` (an admin route: it asks for
+the API key when the service has one).
 """
 
 from __future__ import annotations
@@ -31,10 +34,14 @@ _PAGE_HEADERS = {
 
 
 def mount_web(app: FastAPI) -> None:
-    """Serve the page at `/` and its assets under `/static`."""
+    """Serve the pages at `/` and `/insights` and their assets under `/static`."""
 
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
+
+    @app.get("/insights", include_in_schema=False)
+    async def insights() -> FileResponse:
+        return FileResponse(STATIC_DIR / "insights.html", headers=_PAGE_HEADERS)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

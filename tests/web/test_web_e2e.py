@@ -16,6 +16,8 @@ browser is downloaded (`playwright install` is never run).
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from playwright.sync_api import (
 from app.core.catalog import COLUMN_NAMES
 from app.core.config import ROOT, Settings
 from spark_jobs.create_table import create_table
+from spark_jobs.ingest_events import run_ingest_events
 from spark_jobs.upsert_products import upsert_rows
 from tests.live_server import ServerThread, wait_ready
 from tests.openai_stub import Fail, OpenAIStub, Trickle
@@ -97,14 +100,22 @@ PRICES = {r["name"]: r["price"] for r in catalog()}
 
 
 @pytest.fixture(scope="module")
-def site(
-    spark: Any, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
-) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("web")
+def web_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("web")
+
+
+@pytest.fixture(scope="module")
+def site(spark: Any, web_tmp: Path, openai_stub_server: OpenAIStub) -> Iterator[str]:
+    tmp = web_tmp
     table = str(tmp / "products")
     create_table(spark, table, "COPY_ON_WRITE")
     upsert_rows(spark, table, catalog(), quarantine_path=str(tmp / "quarantine"))
     settings = Settings(
+        # Events (the page's clicks, every answer's impression) land under tmp, not the
+        # checkout's data/; a segment closes within a second so the ingest can read it.
+        data_dir=str(tmp / "data"),
+        model_cache_dir=Settings().model_cache_dir,
+        events_segment_seconds=0.5,
         hudi_table_path=table,
         qdrant_path=":memory:",
         quarantine_dir=str(tmp / "quarantine"),
@@ -463,3 +474,92 @@ def test_opening_a_product_sends_a_click_on_its_answer(browser: Browser, site: s
         "product_id": answer["products"][0]["id"],
         "recommendation_id": answer["recommendation_id"],
     }
+
+
+# --- the shop's analytics view ---------------------------------------------------------
+def ingest_closed_segments(spark: Any, tmp: Path) -> None:
+    """`ingest_events` (Spark) once every segment the service wrote is closed."""
+    events = tmp / "data" / "events"
+    deadline = time.monotonic() + 60
+    while any((events / "_open").glob("*")):
+        assert time.monotonic() < deadline, "the service never closed its event segment"
+        time.sleep(0.2)
+    run_ingest_events(
+        spark, str(events), str(tmp / "data" / "tables" / "interactions"), str(tmp / "ingest")
+    )
+
+
+def test_the_analytics_view_shows_what_shoppers_did(
+    browser: Browser, site: str, spark: Any, web_tmp: Path
+) -> None:
+    page = open_page(browser, site)
+    ask(page, "a rechargeable lantern for the campsite")
+    with page.expect_response("**/events") as clicked:
+        page.locator(".card .card__open").first.click()
+    assert clicked.value.status == 202
+    ask(page, "a carry-on suitcase for a weekend away", category="travel")  # none in the shop
+    expect(page.locator(".products .card")).to_have_count(0)
+    ingest_closed_segments(spark, web_tmp)
+
+    page = open_page(browser, site)
+    page.get_by_role("link", name="Shop analytics").click()
+    expect(page).to_have_url(site + "/insights?days=7")  # the default window, in the URL
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.select_option("#days", "1")
+    stats = httpx.get(site + "/analytics", params={"days": 1, "top": 20}).json()
+    expect(page.locator("#report")).to_be_visible()
+    expect(page.locator("#status")).to_be_hidden()
+    expect(page).to_have_url(site + "/insights?days=1")  # a link to the view keeps its window
+
+    expect(page.locator("#t-answers")).to_have_text(str(stats["answers"]))
+    expect(page.locator("#t-clicks")).to_have_text(str(stats["clicks"]))
+    top = page.locator("#top-queries tbody tr")
+    expect(top).to_have_count(len(stats["top_queries"]))
+    lantern = top.filter(has_text="a rechargeable lantern for the campsite")
+    expect(lantern.locator("td")).to_have_text(
+        ["a rechargeable lantern for the campsite", "1", "1", "100%", "0"]
+    )
+    expect(page.locator("#no-match tbody tr").filter(has_text="carry-on suitcase")).to_have_text(
+        "a carry-on suitcase for a weekend away1"
+    )
+    first = next(p for p in stats["ctr_by_position"] if p["position"] == 1)
+    expect(page.locator("#by-position tbody tr").first.locator("td")).to_have_text(
+        ["1", str(first["impressions"]), str(first["clicks"]), re.compile(r"\d+(\.\d)?%")]
+    )
+    expect(page.locator("#purchases tbody td")).to_have_text("Nothing in this window.")
+    screenshot(page, "web_insights.png")
+    assert errors == []
+
+
+def test_the_analytics_view_asks_for_the_api_key_when_the_service_has_one(
+    browser: Browser, site: str, web_tmp: Path
+) -> None:
+    """/analytics is an admin route: the view asks for the key, says when it is refused,
+    and sends it (X-API-Key) once given; the shopper page never needs it."""
+    guarded = Settings(
+        data_dir=str(web_tmp / "guarded"),
+        model_cache_dir=Settings().model_cache_dir,
+        qdrant_path=":memory:",
+        sync_mode="off",
+        interactions_table_path=str(web_tmp / "data" / "tables" / "interactions"),
+        api_key="shop-owner-key-0123456789",
+        cors_origins=[],
+    )
+    with ServerThread(guarded) as server:
+        page = open_page(browser, server.url)
+        page.goto(server.url + "/insights")
+        expect(page.locator("#key-form")).to_be_visible()
+        expect(page.locator("#report")).to_be_hidden()
+        page.fill("#api-key", "a wrong guess")
+        with page.expect_response("**/analytics?*") as refused:
+            page.click("#key-form button")
+        assert refused.value.status == 401
+        expect(page.locator("#key-error")).to_have_text("That key was refused.")
+        page.fill("#api-key", "shop-owner-key-0123456789")
+        with page.expect_response("**/analytics?*") as answered:
+            page.click("#key-form button")
+        assert answered.value.status == 200
+        assert answered.value.request.headers["x-api-key"] == "shop-owner-key-0123456789"
+        expect(page.locator("#report")).to_be_visible()
+        expect(page.locator("#key-form")).to_be_hidden()
