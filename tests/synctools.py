@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,18 @@ def product(pid: int, ts: int, name: str, description: str, **kw: Any) -> dict[s
 def utc_instant_epoch(instant: str) -> float:
     """A Hudi instant time (yyyyMMddHHmmssSSS) read as UTC, apart from the code under test."""
     return calendar.timegm(time.strptime(instant[:14], "%Y%m%d%H%M%S")) + int(instant[14:17]) / 1e3
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float, *logs: Path) -> Any:
+    """`check()`'s first truthy answer within `timeout` seconds; else fail with the tail of
+    each process log, which is where a subprocess's reason for not getting there is."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.2)
+    tails = "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in logs)
+    raise AssertionError(f"timed out waiting for {what}\n{tails}")
 
 
 def long_text(topic: str, sentences: int) -> str:

@@ -24,7 +24,7 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from app.sync.lease import LeaseState
 from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
 from tests.live_server import ServerThread
 from tests.qdrant_cluster import QdrantCluster, qdrant_cluster_fixture  # noqa: F401
-from tests.synctools import sync_cli_in_process
+from tests.synctools import sync_cli_in_process, wait_for
 
 # A syncer process loads the model (~10-25 s on a shared 2-core box); three nodes start.
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -107,15 +107,6 @@ class Asker:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(60)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float, log: Path) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}\n{log.read_text(errors='replace')[-4000:]}")
 
 
 def shard_counts(cluster: QdrantCluster, collection: str) -> dict[int, list[int]]:

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from app.sync.lease import LeaseState
 from spark_jobs.upsert_products import upsert_rows
 from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
 from tests.qdrant_server import FENCED_API_KEY, qdrant_fenced_server_fixture  # noqa: F401
-from tests.synctools import product, sync_cli_in_process
+from tests.synctools import product, sync_cli_in_process, wait_for
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow]
 
@@ -52,15 +51,6 @@ LATE = re.compile(r"late batch: (\{.*\})")
 def _state(pid: int) -> str:
     """The process state letter from /proc (T: stopped)."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
-def _wait(what: str, check: Callable[[], Any], timeout: float, log: Path) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}\n{log.read_text(errors='replace')[-3000:]}")
 
 
 def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
@@ -104,7 +94,7 @@ def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
         )
     try:
         # A holds the lease and stopped with its first batch built, not sent.
-        _wait("A to stop itself", lambda: _state(a.pid) == "T", 300, log)
+        wait_for("A to stop itself", lambda: _state(a.pid) == "T", 300, log)
         late = json.loads(LATE.search(log.read_text())[1])  # type: ignore[index]
         held = LeaseState.from_payload(store.read_lease())
         assert held is not None and f":{a.pid}:" in held.holder and held.epoch == 1
@@ -116,7 +106,7 @@ def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
             str(table),
             [product(pid, 9000, f"Revised item {pid}", "Rewritten.") for pid in late["products"]],
         )
-        _wait("A's lease to expire", lambda: time.time() > held.until + 0.5, LEASE_SECONDS, log)
+        wait_for("A's lease to expire", lambda: time.time() > held.until + 0.5, LEASE_SECONDS, log)
 
         # B (this process, its own lock folder) takes over and bootstraps the new table.
         b_env = {**env, "SYNC_LOCK_DIR": str(tmp_path / "b-locks")}
@@ -133,7 +123,7 @@ def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
 
         # A wakes up and sends its late batch.
         a.send_signal(signal.SIGCONT)
-        _wait(
+        wait_for(
             "the server's refusal",
             lambda: "refused by the lease's fence" in log.read_text(),
             60,
@@ -141,7 +131,7 @@ def test_a_stalled_holders_late_batch_is_not_applied_after_the_takeover(
         )
         # A's loop tries again: B's lease is held (B's `--once` released it on exit when it
         # ended cleanly: then A takes it at the next epoch and goes on from B's checkpoint).
-        _wait(
+        wait_for(
             "A to wait for B or take the lease on",
             lambda: "sync lease held by" in (text := log.read_text()) or "(epoch 3)" in text,
             60,

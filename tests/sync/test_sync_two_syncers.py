@@ -17,9 +17,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from app.sync.lease import LeaseState
 from spark_jobs.upsert_products import upsert_rows
 from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
 from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
-from tests.synctools import product, sync_cli_in_process
+from tests.synctools import product, sync_cli_in_process, wait_for
 
 # Two fresh interpreters load the model (~10-25 s on the shared box); one Spark commit.
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow]
@@ -71,16 +70,6 @@ class Syncer:
             self.proc.wait(30)
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float, syncers: list[Syncer]) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.2)
-    logs = "\n".join(f"--- {s.log.name}\n{s.text()[-3000:]}" for s in syncers)
-    raise AssertionError(f"timed out waiting for {what}\n{logs}")
-
-
 @pytest.fixture
 def setup(
     qdrant_server: str, tmp_path: Path
@@ -114,14 +103,15 @@ def test_two_syncers_one_server_one_bootstraps_then_the_other_takes_over(
 ) -> None:
     env, store, table = setup
     syncers = [Syncer("a", env, tmp_path), Syncer("b", env, tmp_path)]
+    logs = [s.log for s in syncers]
     try:
-        wait_for("a checkpoint", store.load_state, 300, syncers)
+        wait_for("a checkpoint", store.load_state, 300, *logs)
         lease = LeaseState.from_payload(store.read_lease())
         assert lease is not None
         holder = next(s for s in syncers if f":{s.proc.pid}:" in lease.holder)
         other = next(s for s in syncers if s is not holder)
         # The other one heard who holds the lease and waits for its expiry.
-        wait_for("the waiter's notice", lambda: "sync lease held by" in other.text(), 60, syncers)
+        wait_for("the waiter's notice", lambda: "sync lease held by" in other.text(), 60, *logs)
         assert [mode for mode, _ in holder.cycles()][:1] == ["bootstrap"]
         assert other.cycles() == [], other.text()[-2000:]
 
@@ -144,7 +134,7 @@ def test_two_syncers_one_server_one_bootstraps_then_the_other_takes_over(
             "the change in the index",
             lambda: store.chunks_for_products([NEW_ID]),
             LEASE_SECONDS + 120,
-            syncers,
+            *logs,
         )
         # The chunks are searchable a moment before the cycle logs its report.
         # (A takeover before the upsert logs no-op cycles first: wait for the one that read it.)
@@ -152,7 +142,7 @@ def test_two_syncers_one_server_one_bootstraps_then_the_other_takes_over(
             "the takeover's cycle report",
             lambda: [m for m, _ in other.cycles() if m == "incremental"],
             30,
-            syncers,
+            *logs,
         )
         taken = LeaseState.from_payload(store.read_lease())
         assert taken is not None and f":{other.proc.pid}:" in taken.holder
