@@ -331,22 +331,12 @@ def compare_server(
         print(f"server loaded and indexed in {time.perf_counter() - started:.1f}s")
         edge = serve_and_drive(shard, "hybrid", phases, args.clients, args.requests)
         on_server = (url, collection)
-        for transport in args.transports:
-            env = {"QDRANT_TRANSPORT": transport, "QDRANT_GRPC_PORT": grpc_port}
-            runs[f"server {transport}"] = serve_and_drive(
-                shard,
-                "hybrid",
-                phases,
-                args.clients,
-                args.requests,
-                server=on_server,
-                label=f"server {transport}",
-                env=env,
-            )
+        # One API process per transport, then --server-workers processes on the first.
+        configs = [(transport, 1) for transport in args.transports]
         if args.server_workers > 1:
-            transport, n = args.transports[0], args.server_workers
-            env = {"QDRANT_TRANSPORT": transport, "QDRANT_GRPC_PORT": grpc_port}
-            label = f"server {transport}, {n} API processes"
+            configs.append((args.transports[0], args.server_workers))
+        for transport, n in configs:
+            label = f"server {transport}" + (f", {n} API processes" if n > 1 else "")
             runs[label] = serve_and_drive(
                 shard,
                 "hybrid",
@@ -356,7 +346,7 @@ def compare_server(
                 server=on_server,
                 label=label,
                 workers=n,
-                env=env,
+                env={"QDRANT_TRANSPORT": transport, "QDRANT_GRPC_PORT": grpc_port},
             )
         client.delete_collection(collection)
         client.close()
