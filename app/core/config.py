@@ -136,8 +136,7 @@ class Settings(BaseSettings):
     # search (or the page, if larger), and the calibrated P(relevant) below which a product
     # is not shown as a match (it replaces RELEVANCE_MARGIN then). Unset: the threshold the
     # model chose by cross-validation (its ranker/cut.json), else 0.3. 12, not 30: the same
-    # held-out nDCG on Home Depot (0.7460 vs 0.7461) at 1.01x the p50 without a ranker, not
-    # 1.39x (BENCHMARKS.md, "Learned ranker").
+    # held-out ranking for a fraction of the ranker's latency (BENCHMARKS.md, "Learned ranker").
     ranker_candidates: int = Field(12, ge=1, le=200)
     ranker_min_probability: float | None = Field(None, ge=0, le=1)
     # Query embeddings + searches run at once (CPU work); past RETRIEVAL_MAX_WAITING more
