@@ -306,13 +306,15 @@ class StoreCore(ABC):
         chunks_per_product: int,
     ) -> list[ProductHit]:
         """Both branches in one batch, grouped per product here, then fused by relevance
-        (app.store.relevance): every candidate of either branch gets its cosine score, so
-        the fused score is exact for the whole pool, not only where the branches overlap.
+        (app.store.relevance): every candidate of either branch gets a cosine score, so
+        the fusion covers the whole pool, not only where the branches overlap.
 
         One batch is one round trip to a server: the dense branch, the BM25 branch, and
         the BM25 branch's chunks scored by cosine (a prefetch), each with the payload it
-        needs. A product only BM25 found is complete when all its chunks are among those;
-        the others (more chunks than matched the words) take one more request.
+        needs. A product only BM25 found is scored by the chunks that matched the words:
+        its other chunks all lie outside the dense branch's window, so they could raise
+        its cosine only where its matched chunks score below the window's last, and never
+        above it (docs/decisions/relevance-fusion.md, "What it costs").
 
         With feedback (spec.feedback_weight > 0) the dense branch runs a second time, its
         query moved towards the best chunks of the first fusion's top products
@@ -367,25 +369,15 @@ class StoreCore(ABC):
         flt: SearchFilter | None,
         per_product: int,
     ) -> list[ProductHit]:
-        """Each product's best chunks by cosine, exact over all its chunks, best product
-        first: from `known` (scored points, e.g. the BM25 branch's chunks by cosine) for a
-        product all of whose chunks are there, from one request for the others."""
+        """Each product's best chunks by cosine among `known` (the BM25 branch's chunks
+        scored by cosine), best product first; one request for the products `known` lacks
+        (with feedback, which moves the query after those were scored)."""
         wanted = {h.product_id for h in products}
-        held: dict[int, list[Any]] = {}
-        for point in known:
-            pid = (point.payload or {}).get(GROUP_FIELD)
-            if pid in wanted:
-                held.setdefault(pid, []).append(point)
-        points: list[Any] = []
-        rest: list[ProductHit] = []
-        for h in products:
-            chunks = held.get(h.product_id, [])
-            if chunks and len(chunks) >= chunk_count(h, default=UNKNOWN_CHUNK_COUNT):
-                points += chunks
-            else:
-                rest.append(h)
+        points = [p for p in known if (p.payload or {}).get(GROUP_FIELD) in wanted]
+        held = {(p.payload or {}).get(GROUP_FIELD) for p in points}
+        rest = [h for h in products if h.product_id not in held]
         if rest:
-            # One request holding every chunk of those products: each one's best is exact.
+            # Every chunk of those products: each one's best is exact.
             every_chunk = sum(chunk_count(h, default=UNKNOWN_CHUNK_COUNT) for h in rest)
             only = self._build_filter(flt, products=[h.product_id for h in rest])
             points += self._query(self._request(every_chunk, cosine, only, payload=SEARCH_FIELDS))

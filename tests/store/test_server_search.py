@@ -4,14 +4,14 @@ Data: 200 products with 1-3 chunks each (`chunk_count` on every chunk), 16-d vec
 a fixed seed. 24 products say "waterproof" in one chunk only, whatever their number of
 chunks, each text a different length (no two BM25 scores tie); 6 one-chunk products say
 "swimming". A hybrid query (relevance fusion) aimed at random directions finds most of
-the BM25 products outside the dense branch's first chunks, so their cosine must be read
-over all their chunks, not only over the chunk that matched the words.
+the BM25 products outside the dense branch's window: those are scored by the chunk that
+matched the word, and their other chunks, outside the window too, never score above the
+window's last chunk.
 
 The server is asked over REST and over gRPC (QDRANT_TRANSPORT), and counts the search
-requests it answers (its `/metrics`): a query whose BM25-only
-products are all one chunk is one request; one whose BM25-only products have chunks
-without the words is two. The answers are checked against numpy (the exact fused score
-of every product) and against the embedded engine, product by product and chunk by chunk.
+requests it answers (its `/metrics`): every hybrid query is one request. The answers are
+checked against numpy (the fused score of every product) and against the embedded engine,
+product by product and chunk by chunk.
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ import pytest
 
 from app.core.config import Settings
 from app.store import ChunkPoint, ProductHit, SearchFilter, VectorStore, open_store
-from app.store.hybrid import DEFAULT_LEXICAL_WEIGHT, query_sparse
+from app.store.hybrid import DEFAULT_LEXICAL_WEIGHT, query_sparse, relevance_depth
 from tests.qdrant_server import grpc_port, qdrant_server_fixture  # noqa: F401
 
 pytestmark = pytest.mark.server
 
 DIM = 16
 CATEGORIES = ["audio", "shoes", "kitchen"]
+CHUNKS_PER_PRODUCT = 2
 
 
 def _points() -> list[ChunkPoint]:
@@ -111,29 +112,38 @@ def _allowed(payload: dict[str, Any], flt: SearchFilter | None) -> bool:
 
 def _expected(
     edge: VectorStore, query: np.ndarray, words: str, flt: SearchFilter | None, limit: int
-) -> list[tuple[int, list[str], float]]:
-    """Every product the filter allows, scored by numpy: its best chunk's cosine plus the
-    lexical weight times its BM25 share (BM25 as the engine scores it: a BM25-only
-    search), and its two best chunks by cosine."""
+) -> tuple[list[tuple[int, list[str], float]], float]:
+    """The page numpy computes, and the dense window's last cosine.
+
+    A product with a chunk in the dense branch's window (its first `relevance_depth`
+    chunks by cosine) scores its best chunk's cosine; a product only BM25 found scores
+    its best chunk among those with the word. Each adds the lexical weight times its BM25
+    share (BM25 as the engine scores it: a BM25-only search)."""
     vectors = np.stack([np.asarray(p.vector) for p in POINTS])
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     cosine = unit @ (query / np.linalg.norm(query))
-    chunks: dict[int, list[tuple[float, str]]] = {}
-    for p, c in zip(POINTS, cosine, strict=True):
-        if _allowed(p.payload, flt):
-            chunks.setdefault(p.payload["product_id"], []).append((float(c), p.id))
+    allowed = [
+        (float(c), p) for p, c in zip(POINTS, cosine, strict=True) if _allowed(p.payload, flt)
+    ]
+    allowed.sort(key=lambda cp: -cp[0])
+    window = allowed[: relevance_depth(limit, CHUNKS_PER_PRODUCT)]
+    in_window = {p.payload["product_id"] for _, p in window}
     lexical = edge.search_products(
         None, limit=200, chunks_per_product=1, sparse=query_sparse(words), flt=flt
     )
     bm25 = {h.product_id: h.score for h in lexical}
     best = max(bm25.values())
+    chunks: dict[int, list[tuple[float, str]]] = {}
+    for c, p in allowed:
+        pid = p.payload["product_id"]
+        if pid in in_window or (pid in bm25 and words in p.payload["text"]):
+            chunks.setdefault(pid, []).append((c, p.id))
     fused = []
     for pid, found in chunks.items():
-        found.sort(reverse=True)
         score = found[0][0] + DEFAULT_LEXICAL_WEIGHT * bm25.get(pid, 0.0) / best
-        fused.append((pid, [i for _, i in found[:2]], score))
+        fused.append((pid, [i for _, i in found[:CHUNKS_PER_PRODUCT]], score))
     fused.sort(key=lambda f: -f[2])
-    return fused[:limit]
+    return fused[:limit], window[-1][0]
 
 
 def _answer(hits: list[ProductHit]) -> list[tuple[int, list[str], float]]:
@@ -144,55 +154,64 @@ def _search(
     store: VectorStore, query: np.ndarray, words: str, flt: SearchFilter | None, limit: int
 ) -> list[ProductHit]:
     return store.search_products(
-        query, limit=limit, chunks_per_product=2, flt=flt, sparse=query_sparse(words)
+        query,
+        limit=limit,
+        chunks_per_product=CHUNKS_PER_PRODUCT,
+        flt=flt,
+        sparse=query_sparse(words),
     )
 
 
 @pytest.mark.parametrize("flt", [None, SearchFilter(category="shoes", max_price=40.0)])
-def test_a_hybrid_search_is_exact_and_the_engines_agree(
+def test_a_hybrid_search_matches_numpy_and_the_engines_agree(
     stores: tuple[VectorStore, VectorStore], flt: SearchFilter | None
 ) -> None:
     server, edge = stores
     rng = np.random.default_rng(9)
-    multi_chunk_lexical_only = 0
+    vectors = {p.id: np.asarray(p.vector) / np.linalg.norm(p.vector) for p in POINTS}
+    by_product: dict[int, list[str]] = {}
+    for p in POINTS:
+        by_product.setdefault(p.payload["product_id"], []).append(p.id)
+    scored_by_their_word = 0
     for _ in range(6):
         query = rng.normal(size=DIM).astype(np.float32)
+        unit = query / np.linalg.norm(query)
         for limit in (5, 12):
-            expected = _expected(edge, query, "waterproof", flt, limit)
+            expected, window_last = _expected(edge, query, "waterproof", flt, limit)
             on_edge = _answer(_search(edge, query, "waterproof", flt, limit))
             got = _answer(_search(server, query, "waterproof", flt, limit))
             # Product by product and chunk by chunk as the embedded engine answers.
             assert [g[:2] for g in got] == [e[:2] for e in on_edge]
-            # Each product's score and best chunk exact. (A product the dense branch found
-            # shows the chunks of its own window: its further ones may be missing.)
+            # Each product's score and best chunk as numpy has them. (A product the dense
+            # branch found shows the chunks of its own window: its further ones may be missing.)
             for answer in (got, on_edge):
                 assert [(g[0], g[1][0]) for g in answer] == [(e[0], e[1][0]) for e in expected]
                 assert [g[2] for g in answer] == pytest.approx([e[2] for e in expected], abs=1e-5)
-            by_id = {p.id: p.payload for p in POINTS}
-            for pid, chunk_ids, _ in expected:
-                if "waterproof" not in by_id[chunk_ids[0]]["text"] and pid % 8 == 1:
-                    multi_chunk_lexical_only += 1
-    # The path under test ran: BM25 products whose best chunk by cosine lacks the word.
-    assert multi_chunk_lexical_only > 0
+            for pid, chunk_ids, _ in got:
+                unmatched = [c for c in by_product[pid] if c not in chunk_ids]
+                if pid % 8 == 1 and unmatched and len(chunk_ids) == 1:
+                    # Scored by its word's chunk: the others lie below the window's last.
+                    scored_by_their_word += 1
+                    assert max(float(vectors[c] @ unit) for c in unmatched) <= window_last + 1e-6
+    # The path under test ran: multi-chunk products only BM25 found made the page.
+    assert scored_by_their_word > 0
 
 
-def test_a_hybrid_search_is_one_request_when_its_bm25_products_are_complete(
+def test_a_hybrid_search_is_one_request(
     stores: tuple[VectorStore, VectorStore], qdrant_server: str
 ) -> None:
     server, edge = stores
     rng = np.random.default_rng(3)
     for _ in range(5):
         query = rng.normal(size=DIM).astype(np.float32)
-        before = _search_requests(qdrant_server)
-        got = _search(server, query, "swimming", None, 5)
-        assert _search_requests(qdrant_server) - before == 1
-        assert _answer(got)[:5] and [h.product_id for h in got] == [
-            h.product_id for h in _search(edge, query, "swimming", None, 5)
-        ]
-        # A BM25 product only: every "swimming" product is in the fused pool.
-        before = _search_requests(qdrant_server)
-        _search(server, query, "waterproof", None, 5)
-        assert _search_requests(qdrant_server) - before == 2
+        # One-chunk BM25 products, and BM25 products with chunks without the word.
+        for words in ("swimming", "waterproof"):
+            before = _search_requests(qdrant_server)
+            got = _search(server, query, words, None, 5)
+            assert _search_requests(qdrant_server) - before == 1
+            assert got and [h.product_id for h in got] == [
+                h.product_id for h in _search(edge, query, words, None, 5)
+            ]
 
 
 def test_search_hits_carry_only_the_fields_an_answer_reads(
