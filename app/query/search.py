@@ -157,7 +157,19 @@ def constrained_retrieve(
     cut = retriever.relevance_margin if margin is None else margin
     reorders = plan.prefer_low_price or plan.prefer_popular
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
-    found = retriever.retrieve(query, wanted, plan.search_filter, mode=mode)
+    flt = plan.search_filter
+    # Only the price bounds are relaxed for the closest products outside them: the category
+    # and the brands still hold.
+    unbounded = replace(flt, min_price=None, max_price=None)
+    relaxed: list[RetrievedProduct] | None = None
+    if plan.has_price_bounds and retriever.store.remote:
+        # On a server a search after this one would be another round trip: ask for the
+        # products outside the bounds in the same batch, read only if too few fit.
+        found, relaxed = retriever.retrieve_each(
+            query, [(wanted, flt), (top_k * CANDIDATE_FACTOR, unbounded)], mode=mode
+        )
+    else:
+        found = retriever.retrieve(query, wanted, flt, mode=mode)
     best = max((p.score for p in found), default=-math.inf)
     matches = with_popularity_prior(
         relevance_cut(retriever, found, best, cut), retriever.popularity_weight
@@ -171,10 +183,8 @@ def constrained_retrieve(
         return SearchOutcome(matches)
     # Few fit the price bounds: the relevant products outside them, closest first, never
     # presented as if they fitted (the caller labels them).
-    flt = plan.search_filter
-    # Only the price bounds are relaxed: the category and the brands still hold.
-    unbounded = replace(flt, min_price=None, max_price=None)
-    relaxed = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, unbounded, mode=mode)
+    if relaxed is None:
+        relaxed = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, unbounded, mode=mode)
     best = max([best, *(p.score for p in relaxed)])
     matches = relevance_cut(retriever, matches, best, cut)
     inside = {p.id for p in matches}

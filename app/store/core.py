@@ -245,6 +245,11 @@ class StoreCore(ABC):
         return [c.id for c in self._scroll(missing, SCROLL_BATCH, fields=[GROUP_FIELD])]
 
     # --- search --------------------------------------------------------------------
+    @property
+    def remote(self) -> bool:
+        """See `VectorStore.remote`: a Qdrant server, not an engine in this process."""
+        return self._backend == "qdrant-remote"
+
     def search_products(
         self,
         vector: VectorLike | None,
@@ -256,9 +261,30 @@ class StoreCore(ABC):
         limit: int,
         chunks_per_product: int,
     ) -> list[ProductHit]:
-        """See `VectorStore.search_products`. One plan for both engines: dense and sparse
-        branches fused by relevance here (or by rrf / dbsf inside the engine), or one of
-        them alone; the filter in every branch, the threshold on the fused or dense score."""
+        """See `VectorStore.search_products`."""
+        return self.search_products_each(
+            vector,
+            [(flt, limit)],
+            score_threshold=score_threshold,
+            sparse=sparse,
+            fusion=fusion,
+            chunks_per_product=chunks_per_product,
+        )[0]
+
+    def search_products_each(
+        self,
+        vector: VectorLike | None,
+        searches: Sequence[tuple[SearchFilter | None, int]],
+        *,
+        score_threshold: float | None = None,
+        sparse: SparseVec | None = None,
+        fusion: FusionSpec | None = None,
+        chunks_per_product: int,
+    ) -> list[list[ProductHit]]:
+        """See `VectorStore.search_products_each`. One plan for both engines: dense and
+        sparse branches fused by relevance here (every search's requests in one batch), or
+        by rrf / dbsf inside the engine, or one of them alone; the filter in every branch,
+        the threshold on the fused or dense score."""
         dense = lexical = None
         if vector is not None:
             dense = Branch(
@@ -268,15 +294,40 @@ class StoreCore(ABC):
             lexical = Branch(self._sparse_query(sparse), sparse=True)
         spec = fusion or FusionSpec()
         if vector is not None and lexical is not None and spec.method == "relevance":
-            found = self._relevance_search(
-                as_float_list(vector),
-                lexical,
-                flt,
-                spec,
-                limit=limit,
-                chunks_per_product=chunks_per_product,
-            )
-            return [h for h in found if score_threshold is None or h.score >= score_threshold]
+            plans = [
+                self._relevance_plan(
+                    as_float_list(vector),
+                    lexical,
+                    flt,
+                    spec,
+                    limit=limit,
+                    chunks_per_product=chunks_per_product,
+                )
+                for flt, limit in searches
+            ]
+            answers = self._query_batch([r for requests, _ in plans for r in requests])
+            found: list[list[ProductHit]] = []
+            for requests, finish in plans:
+                hits, answers = finish(answers[: len(requests)]), answers[len(requests) :]
+                found.append(
+                    [h for h in hits if score_threshold is None or h.score >= score_threshold]
+                )
+            return found
+        return [
+            self._branch_search(dense, lexical, spec, flt, limit, chunks_per_product)
+            for flt, limit in searches
+        ]
+
+    def _branch_search(
+        self,
+        dense: Branch | None,
+        lexical: Branch | None,
+        spec: FusionSpec,
+        flt: SearchFilter | None,
+        limit: int,
+        chunks_per_product: int,
+    ) -> list[ProductHit]:
+        """One branch alone, or both fused inside the engine (rrf / dbsf), grouped."""
 
         def request(n: int, product_id: int | None = None) -> Any:
             f = self._build_filter(flt, product_id=product_id)
@@ -295,7 +346,7 @@ class StoreCore(ABC):
 
         return self._grouped(request, limit, chunks_per_product)
 
-    def _relevance_search(
+    def _relevance_plan(
         self,
         vector: list[float],
         lexical: Branch,
@@ -304,8 +355,10 @@ class StoreCore(ABC):
         *,
         limit: int,
         chunks_per_product: int,
-    ) -> list[ProductHit]:
-        """Both branches in one batch, grouped per product here, then fused by relevance
+    ) -> tuple[list[Any], Callable[[Sequence[Sequence[Any]]], list[ProductHit]]]:
+        """The batch's requests, and what makes the products of their answers.
+
+        Both branches in one batch, grouped per product here, then fused by relevance
         (app.store.relevance): every candidate of either branch gets a cosine score, so
         the fusion covers the whole pool, not only where the branches overlap.
 
@@ -334,7 +387,25 @@ class StoreCore(ABC):
         if not feedback:
             lexical_first = [self._prefetch(lexical, f, words)]
             requests.append(self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS))
-        dense_points, lexical_points, *rescored = self._query_batch(requests)
+        return requests, lambda answers: self._relevance_products(
+            answers, vector, cosine, f, flt, spec, depth, limit, chunks_per_product
+        )
+
+    def _relevance_products(
+        self,
+        answers: Sequence[Sequence[Any]],
+        vector: list[float],
+        cosine: Branch,
+        f: Any,
+        flt: SearchFilter | None,
+        spec: FusionSpec,
+        depth: int,
+        limit: int,
+        chunks_per_product: int,
+    ) -> list[ProductHit]:
+        """The fused products of one relevance search's answers (`_relevance_plan`)."""
+        feedback = spec.feedback_weight > 0
+        dense_points, lexical_points, *rescored = answers
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         by_cosine = group_hits(
             map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product

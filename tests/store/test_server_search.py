@@ -26,6 +26,9 @@ import numpy as np
 import pytest
 
 from app.core.config import Settings
+from app.query.plan import FilterPlan
+from app.query.search import constrained_retrieve
+from app.retrieval import Retriever
 from app.store import ChunkPoint, ProductHit, SearchFilter, VectorStore, open_store
 from app.store.hybrid import DEFAULT_LEXICAL_WEIGHT, query_sparse, relevance_depth
 from tests.qdrant_server import grpc_port, qdrant_server_fixture  # noqa: F401
@@ -224,3 +227,38 @@ def test_search_hits_carry_only_the_fields_an_answer_reads(
             assert "chunk_hash" not in chunk.payload and "chunk_index" not in chunk.payload
             assert chunk.payload["text"].startswith(f"Item {hit.product_id}\n")
             assert chunk.payload["product_id"] == hit.product_id
+
+
+class _Fixed:
+    """The query encoder of a Retriever over these 16-d points: the query's vector is set."""
+
+    def __init__(self, vector: np.ndarray) -> None:
+        self.vector = vector
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.vector] * len(texts))
+
+
+def test_a_price_bound_that_few_products_fit_is_still_one_request(
+    stores: tuple[VectorStore, VectorStore], qdrant_server: str
+) -> None:
+    # Prices run 10..49 (pid % 40): 5 products cost at most $10, fewer than the 8 asked
+    # for, and the closest products outside the bound are looked for in the same batch.
+    server, edge = stores
+    plan = FilterPlan(SearchFilter(max_price=10.0), (), prefer_low_price=False)
+    settings = Settings(similarity_threshold=-1.0, relevance_margin=2.0)
+    rng = np.random.default_rng(4)
+    short_pages = 0
+    for _ in range(5):
+        encoder = _Fixed(rng.normal(size=DIM).astype(np.float32))
+        on_edge = constrained_retrieve(Retriever(encoder, edge, settings), "waterproof", 8, plan)
+        before = _search_requests(qdrant_server)
+        got = constrained_retrieve(Retriever(encoder, server, settings), "waterproof", 8, plan)
+        assert _search_requests(qdrant_server) - before == 1
+        assert [(p.id, p.outside_filters) for p in got.offered] == [
+            (p.id, p.outside_filters) for p in on_edge.offered
+        ]
+        assert all(p.price is not None and p.price <= 10.0 for p in got.products)
+        short_pages += bool(got.closest_outside)
+    # The case under test ran: pages the bound left short, completed from outside it.
+    assert short_pages > 0
