@@ -21,8 +21,9 @@ real embeddings of the labelled eval queries, so scores and the threshold behave
 
 `--store server` serves the same points from a Qdrant server too (QDRANT_URL, or a server
 started from QDRANT_SERVER_BIN): one API process per `--transports` entry (REST, gRPC),
-then `--server-workers` API processes (uvicorn --workers) over the first, each printed as
-server / edge for hybrid retrieval, same run.
+and `--server-workers` API processes (uvicorn --workers) over each, all running at once;
+every phase goes round them `--rounds` times, and each median is printed as server / edge
+for hybrid retrieval.
 
 With `--dataset DIR` it serves a judged dev set instead, with real embeddings, through
 POST /search and POST /recommend, one-client latency, C-client throughput and the
@@ -39,6 +40,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -302,16 +304,17 @@ def compare_server(
     matrix: np.ndarray,
     phases: dict[str, list[dict[str, Any]]],
 ) -> int:
-    """The service (hybrid) on the edge shard, then on a Qdrant server holding the same
-    points (QDRANT_URL, or a server started from QDRANT_SERVER_BIN): one API process per
-    transport, then `--server-workers` processes over the first transport; each as a
-    ratio to the edge, same run."""
+    """The service (hybrid) on the edge shard and on a Qdrant server holding the same points
+    (QDRANT_URL, or a server started from QDRANT_SERVER_BIN): one API process per
+    transport, and `--server-workers` processes over each. All of them run at once and
+    every phase goes round them in turn, `--rounds` times (so load that drifts during the
+    run hits each alike); each figure is the median over the rounds, as a ratio to the
+    edge's."""
     url = os.environ.get("QDRANT_URL")
     binary = os.environ.get("QDRANT_SERVER_BIN")
     if not url and not binary:
         raise SystemExit("--store server needs QDRANT_URL or QDRANT_SERVER_BIN")
     grpc_port = os.environ.get("QDRANT_GRPC_PORT", "6334")
-    runs: dict[str, dict[tuple[str, int], tuple[float, float]]] = {}
     with contextlib.ExitStack() as stack:
         if not url:
             started_server = stack.enter_context(
@@ -321,45 +324,70 @@ def compare_server(
         collection = f"bench_{args.products}_{args.seed}_{uuid.uuid4().hex[:6]}"
         started = time.perf_counter()
         client = QdrantClient(url=url, check_compatibility=False)
+        stack.callback(client.close)
         print(f"server {client.info().version} at {url}, collection {collection}")
         fill(
             open_store(Settings(qdrant_url=url, qdrant_collection=collection)), rows, matrix, False
         )
+        stack.callback(client.delete_collection, collection)
         # The server builds its HNSW index in the background: measure it built, as the shard.
         while client.get_collection(collection).status != models.CollectionStatus.GREEN:
             time.sleep(1)
         print(f"server loaded and indexed in {time.perf_counter() - started:.1f}s")
-        edge = serve_and_drive(shard, "hybrid", phases, args.clients, args.requests)
-        on_server = (url, collection)
-        # One API process per transport, then --server-workers processes on the first.
         configs = [(transport, 1) for transport in args.transports]
         if args.server_workers > 1:
-            configs.append((args.transports[0], args.server_workers))
+            configs += [(transport, args.server_workers) for transport in args.transports]
+        services = {
+            "edge": stack.enter_context(
+                ServiceProcess(shard, "hybrid", table_path=shard.parent / "no-table")
+            )
+        }
         for transport, n in configs:
             label = f"server {transport}" + (f", {n} API processes" if n > 1 else "")
-            runs[label] = serve_and_drive(
-                shard,
-                "hybrid",
-                phases,
-                args.clients,
-                args.requests,
-                server=on_server,
-                label=label,
-                workers=n,
-                env={"QDRANT_TRANSPORT": transport, "QDRANT_GRPC_PORT": grpc_port},
+            services[label] = stack.enter_context(
+                ServiceProcess(
+                    shard,
+                    "hybrid",
+                    table_path=shard.parent / "no-table",
+                    qdrant_url=url,
+                    collection=collection,
+                    workers=n,
+                    env={"QDRANT_TRANSPORT": transport, "QDRANT_GRPC_PORT": grpc_port},
+                )
             )
-        client.delete_collection(collection)
-        client.close()
-    for label, server in runs.items():
-        print(f"\n{label} / edge (one process), hybrid, same run:")
-        for (phase, clients), (p50, rps) in server.items():
-            e50, erps = edge[phase, clients]
-            print(
-                f"  {phase:<28} {clients:>2} client(s): p50 {p50:6.2f} / {e50:6.2f} ms "
-                f"= {p50 / e50:4.2f}x   throughput {rps:6.1f} / {erps:6.1f} req/s "
-                f"= {rps / erps:4.2f}x"
-            )
+        for service in services.values():
+            drive(service.url, "/search", phases["unfiltered"], args.clients, 64)  # warm-up
+        # (service, phase, clients) -> [(p50 ms, req/s) per round]
+        runs: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
+        for r in range(args.rounds):
+            print(f"\nround {r + 1}/{args.rounds}, load {os.getloadavg()[0]:.1f}")
+            for phase, bodies in phases.items():
+                # One client: the latency of a request with no queue in front of it.
+                for clients, n in ((args.clients, args.requests), (1, min(args.requests, 300))):
+                    for name, service in services.items():
+                        got = drive(service.url, "/search", bodies, clients, n)
+                        runs.setdefault((name, phase, clients), []).append(
+                            report(f"{name}, {phase}, {clients} client(s)", got)
+                        )
+    median = {key: (_median(v, 0), _median(v, 1)) for key, v in runs.items()}
+    for name in services:
+        if name == "edge":
+            continue
+        print(f"\n{name} / edge (one process), hybrid, medians of {args.rounds} rounds:")
+        for phase in phases:
+            for clients in (args.clients, 1):
+                p50, rps = median[name, phase, clients]
+                e50, erps = median["edge", phase, clients]
+                print(
+                    f"  {phase:<28} {clients:>2} client(s): p50 {p50:6.2f} / {e50:6.2f} ms "
+                    f"= {p50 / e50:4.2f}x   throughput {rps:6.1f} / {erps:6.1f} req/s "
+                    f"= {rps / erps:4.2f}x"
+                )
     return 0
+
+
+def _median(figures: list[tuple[float, float]], i: int) -> float:
+    return statistics.median(f[i] for f in figures)
 
 
 def main() -> int:
@@ -383,13 +411,19 @@ def main() -> int:
         # REST first: the service's default transport, and the faster one measured quiet.
         default=["rest", "grpc"],
         help="--store server: QDRANT_TRANSPORT values to serve with, one API process each "
-        "(default %(default)s); --server-workers runs on the first",
+        "(default %(default)s), and --server-workers processes each",
     )
     ap.add_argument(
         "--server-workers",
         type=int,
         default=2,
         help="--store server: also serve with this many API processes (uvicorn --workers)",
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="--store server: every phase goes round all the services this many times",
     )
     ap.add_argument(
         "--shard",
