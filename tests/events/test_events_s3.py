@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.demo_index import build_demo_shard
 from tests.live_server import ServerThread
 from tests.local_s3 import LocalS3
 from tests.spark_cluster import free_port
+from tests.synctools import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -111,14 +111,6 @@ def serve(
     return lambda: (ServerThread(settings), settings)
 
 
-def wait_for(pred: Callable[[], Any], what: str, seconds: float = 60) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (value := pred()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-    return value
-
-
 def post_events(client: httpx.Client, count: int, tag: str) -> set[str]:
     rid = client.post("/search", json={"query": "yoga mat"}).json()["recommendation_id"]
     r = client.post(
@@ -157,23 +149,26 @@ def test_an_outage_of_the_store_loses_no_acknowledged_event(
     with server, httpx.Client(base_url=server.url, timeout=60) as client:
         before = post_events(client, 3, "up")
         wait_for(
-            lambda: {e["event_id"] for e in s3.events("events")} >= before,
             "the first events uploaded",
+            lambda: {e["event_id"] for e in s3.events("events")} >= before,
+            60,
         )
         failures = metric(client, "events_ship_failures_total")
 
         s3.stop()
         during = post_events(client, 4, "down")  # 202: fsynced in the spool
-        wait_for(lambda: spooled(settings), "a closed segment waiting in the spool")
+        wait_for("a closed segment waiting in the spool", lambda: spooled(settings), 60)
         wait_for(
-            lambda: metric(client, "events_ship_failures_total") > failures,
             "the failed upload counted",
+            lambda: metric(client, "events_ship_failures_total") > failures,
+            60,
         )
 
         s3.start()  # the same endpoint again
         wait_for(
-            lambda: {e["event_id"] for e in s3.events("events")} >= during,
             "the spooled events uploaded once the store is back",
+            lambda: {e["event_id"] for e in s3.events("events")} >= during,
+            60,
         )
     ids = [e["event_id"] for e in s3.events("events")]
     assert sorted(ids) == sorted(set(ids)) and set(ids) == before | during, "each once"

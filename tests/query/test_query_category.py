@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from app.core.config import Settings
 from app.query import category as category_module
 from app.query.category import CategoryVocabulary
 from app.store import ChunkPoint, StoreError, VectorStore, open_store
+from tests.synctools import wait_for
 
 DIM = 8
 
@@ -46,13 +47,6 @@ def chunk(pid: int, category: str | None) -> ChunkPoint:
     vector = np.random.default_rng(pid).normal(size=DIM).astype(np.float32)
     payload = {"product_id": pid, "text": f"product {pid}", "category": category}
     return ChunkPoint(str(uuid.uuid5(uuid.NAMESPACE_URL, str(pid))), vector, payload)
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
 
 
 def test_an_empty_vocabulary_is_an_answer_kept_until_the_refresh(
@@ -85,7 +79,7 @@ def test_a_failed_read_keeps_the_last_list_and_is_retried_soon(
     store.ensure_collection(DIM)
     store.upsert([chunk(1, "audio"), chunk(2, "kitchen"), chunk(3, None)])
     # Retried RETRY_FAILED_READ_SECONDS later, in the background, and then kept.
-    wait_for(lambda: vocabulary.peek() == frozenset({"audio", "kitchen"}))
+    wait_for("the first read", lambda: vocabulary.peek() == frozenset({"audio", "kitchen"}), 10)
     assert reads == ["category"] * 2
 
     # A failed refresh keeps the last good list.
@@ -100,7 +94,7 @@ def test_a_failed_read_keeps_the_last_list_and_is_retried_soon(
     monkeypatch.setattr(store, "keyword_counts", failing)
     time.sleep(0.25)
     assert often.get() == {"audio", "kitchen"}  # the refresh is due: it starts, and fails
-    wait_for(lambda: len(failures) >= 1)
+    wait_for("the failed read", lambda: len(failures) >= 1, 10)
     assert often.get() == {"audio", "kitchen"}
 
 
@@ -130,7 +124,7 @@ def test_vocabulary_reads_the_categories_from_the_store(embedder: Any) -> None:
         [Product(4, 1, "Hose", "Waters the lawn.", "garden", "Acme", 20.0)], {}
     )
     assert vocabulary.get() == {"audio", "kitchen"}
-    wait_for(lambda: vocabulary.get() == {"audio", "kitchen", "garden"})
+    wait_for("the refreshed list", lambda: vocabulary.get() == {"audio", "kitchen", "garden"}, 10)
     store.close()
 
 
@@ -206,7 +200,9 @@ def test_vocabulary_is_sparks_distinct_categories_after_inserts_and_deletes(
             uncategorised = len(h.store.chunks_for_products([8]))
             assert sum(counts.values()) == h.store.count() - uncategorised
         # The long-lived vocabularies catch up in the background.
-        wait_for(lambda: all(v.get() == second for v in vocabularies))
+        wait_for(
+            "every process refreshed", lambda: all(v.get() == second for v in vocabularies), 10
+        )
     finally:
         for h in harnesses:
             h.store.close()

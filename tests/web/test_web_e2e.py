@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from spark_jobs.ingest_events import run_ingest_events
 from spark_jobs.upsert_products import upsert_rows
 from tests.live_server import ServerThread, wait_ready
 from tests.openai_stub import Fail, OpenAIStub, Trickle
+from tests.synctools import wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 # ./test.sh installs it; a missing browser is a set-up failure, not a reason to skip.
@@ -480,10 +480,9 @@ def test_opening_a_product_sends_a_click_on_its_answer(browser: Browser, site: s
 def ingest_closed_segments(spark: Any, tmp: Path) -> None:
     """`ingest_events` (Spark) once every segment the service wrote is closed."""
     events = tmp / "data" / "events"
-    deadline = time.monotonic() + 60
-    while any((events / "_open").glob("*")):
-        assert time.monotonic() < deadline, "the service never closed its event segment"
-        time.sleep(0.2)
+    wait_for(
+        "the service to close its event segment", lambda: not any((events / "_open").glob("*")), 60
+    )
     run_ingest_events(
         spark, str(events), str(tmp / "data" / "tables" / "interactions"), str(tmp / "ingest")
     )
