@@ -158,15 +158,15 @@ def constrained_retrieve(
     reorders = plan.prefer_low_price or plan.prefer_popular
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
-    # Only the price bounds are relaxed for the closest products outside them: the category
-    # and the brands still hold.
-    unbounded = replace(flt, min_price=None, max_price=None)
-    relaxed: list[RetrievedProduct] | None = None
+    # The closest products outside the price bounds (the category and the brands still
+    # hold), a pool the nudge towards the bound re-orders.
+    beyond = replace(flt, outside_price=True)
+    outside: list[RetrievedProduct] | None = None
     if plan.has_price_bounds and retriever.store.remote:
         # On a server a search after this one would be another round trip: ask for the
         # products outside the bounds in the same batch, read only if too few fit.
-        found, relaxed = retriever.retrieve_each(
-            query, [(wanted, flt), (top_k * CANDIDATE_FACTOR, unbounded)], mode=mode
+        found, outside = retriever.retrieve_each(
+            query, [(wanted, flt), (top_k * CANDIDATE_FACTOR, beyond)], mode=mode
         )
     else:
         found = retriever.retrieve(query, wanted, flt, mode=mode)
@@ -183,16 +183,12 @@ def constrained_retrieve(
         return SearchOutcome(matches)
     # Few fit the price bounds: the relevant products outside them, closest first, never
     # presented as if they fitted (the caller labels them).
-    if relaxed is None:
-        relaxed = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, unbounded, mode=mode)
-    best = max([best, *(p.score for p in relaxed)])
+    if outside is None:
+        outside = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, beyond, mode=mode)
+    # The best match inside or outside the bounds sets the bar for both.
+    best = max([best, *(p.score for p in outside)])
     matches = relevance_cut(retriever, matches, best, cut)
-    inside = {p.id for p in matches}
-    outside = [
-        p
-        for p in relevance_cut(retriever, relaxed, best, cut)
-        if p.id not in inside and not fits(p, flt)
-    ]
+    outside = relevance_cut(retriever, outside, best, cut)
     closest = nudge_by_cost(outside, log_outside(flt))[: top_k - len(matches)]
     offered = [replace(p, outside_filters=True) for p in closest]
     logger.info(
@@ -206,14 +202,6 @@ def constrained_retrieve(
     if not matches:
         return SearchOutcome(offered, nearest=bool(offered))
     return SearchOutcome(matches, closest_outside=offered)
-
-
-def fits(p: RetrievedProduct, flt: SearchFilter) -> bool:
-    """Whether the product's price is inside the filter's bounds (unknown price: no)."""
-    if p.price is None:
-        return flt.min_price is None and flt.max_price is None
-    low_ok = flt.min_price is None or p.price >= flt.min_price
-    return low_ok and (flt.max_price is None or p.price <= flt.max_price)
 
 
 def search_turn(

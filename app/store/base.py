@@ -136,7 +136,9 @@ class SearchFilter:
     """Retrieval filters; bounds are inclusive. All None (and no brands) means no filter.
 
     `brands`: only products of one of these (exact payload values); `exclude_brands`: none
-    of these (a product without a brand is never excluded).
+    of these (a product without a brand is never excluded). `outside_price`: the price
+    bounds turned inside out, only products outside them or without a price (the search
+    for the closest products when too few fit a budget).
     """
 
     category: str | None = None
@@ -144,6 +146,7 @@ class SearchFilter:
     max_price: float | None = None
     brands: tuple[str, ...] = ()
     exclude_brands: tuple[str, ...] = ()
+    outside_price: bool = False
 
     @property
     def is_empty(self) -> bool:

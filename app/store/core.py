@@ -194,7 +194,9 @@ class StoreCore(ABC):
         if flt is not None and flt.category is not None:
             must.append(self._match("category", flt.category))
         if flt is not None and (flt.min_price is not None or flt.max_price is not None):
-            must.append(self._range("price", flt.min_price, flt.max_price))
+            bounds = self._range("price", flt.min_price, flt.max_price)
+            # must_not also keeps the products without a price: none of them fits a bound.
+            (must_not if flt.outside_price else must).append(bounds)
         if flt is not None and flt.brands:
             must.append(self._match_any("brand", list(flt.brands)))
         if flt is not None and flt.exclude_brands:

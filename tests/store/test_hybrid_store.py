@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +210,27 @@ def test_filtered_hybrid_never_leaves_the_filter_and_fills_the_page(store: Vecto
     allowed = {pid for pid in range(0, 300, 10) if pid % 50 <= 20}
     assert len(allowed) == 18 and len(cheap) == 10 and set(_ids(cheap)) <= allowed
     assert set(_ids(cheap)[:3]) == {0, 100, 200}
+
+
+def test_the_price_bounds_turned_outside_keep_exactly_the_rest(store: VectorStore) -> None:
+    # One product without a price: it fits no bound, so it belongs outside.
+    unpriced = ChunkPoint(
+        str(uuid.uuid5(uuid.NAMESPACE_URL, "hybrid/unpriced")),
+        np.asarray(POINTS[7].vector),
+        {"product_id": 300, "chunk_index": 0, "text": "trail tent", "category": "outdoor"},
+    )
+    store.upsert([unpriced])
+
+    def found(flt: SearchFilter | None) -> set[int]:
+        return set(_ids(_search(store, flt=flt, limit=400, fusion=FusionSpec("relevance"))))
+
+    bounds = SearchFilter(min_price=20, max_price=40)
+    inside, outside = found(bounds), found(replace(bounds, outside_price=True))
+    assert outside == {pid for pid in range(300) if not 20 <= 10 + pid % 50 <= 40} | {300}
+    assert inside | outside == found(None) and not inside & outside
+    # The other filters still hold.
+    audio = found(SearchFilter(category="audio", min_price=20, max_price=40, outside_price=True))
+    assert audio == {pid for pid in range(0, 300, 10) if pid % 50 in (0, 40)}  # $10 or $50
 
 
 def test_every_point_carries_its_bm25_vector_and_a_missing_one_is_found(
