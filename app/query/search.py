@@ -162,7 +162,7 @@ def constrained_retrieve(
     # hold), a pool the nudge towards the bound re-orders.
     beyond = replace(flt, outside_price=True)
     outside: list[RetrievedProduct] | None = None
-    if plan.has_price_bounds and retriever.store.remote:
+    if plan.has_price_bounds and retriever.remote:
         # On a server a search after this one would be another round trip: ask for the
         # products outside the bounds in the same batch, read only if too few fit.
         found, outside = retriever.retrieve_each(

@@ -129,6 +129,12 @@ class Retriever:
         self.fusion = fusion or FusionSpec(lexical_weight=settings.fusion_lexical_weight)
 
     @property
+    def remote(self) -> bool:
+        """Whether every search is a round trip (a Qdrant server): searches known together
+        go in one `retrieve_each`."""
+        return self.store.remote
+
+    @property
     def scores_are_similarities(self) -> bool:
         """Whether scores are on one scale for every query (so a margin or a price
         trade-off means the same everywhere): cosine (dense), relevance (hybrid fused by

@@ -78,6 +78,22 @@ class Branch:
     score_threshold: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RelevanceSearch:
+    """One relevance-fused search of a batch (`StoreCore._relevance_search`): its requests,
+    and what reading their answers needs."""
+
+    requests: list[Any]
+    vector: list[float]
+    cosine: Branch
+    engine_filter: Any
+    flt: SearchFilter | None
+    spec: FusionSpec
+    depth: int
+    limit: int
+    chunks_per_product: int
+
+
 def dense_vector(point: Any) -> list[float] | None:
     """The dense vector a scored point came back with: bare (a list) or by its name ""."""
     v = point.vector
@@ -297,7 +313,7 @@ class StoreCore(ABC):
         spec = fusion or FusionSpec()
         if vector is not None and lexical is not None and spec.method == "relevance":
             plans = [
-                self._relevance_plan(
+                self._relevance_search(
                     as_float_list(vector),
                     lexical,
                     flt,
@@ -307,10 +323,11 @@ class StoreCore(ABC):
                 )
                 for flt, limit in searches
             ]
-            answers = self._query_batch([r for requests, _ in plans for r in requests])
+            answers = self._query_batch([r for plan in plans for r in plan.requests])
             found: list[list[ProductHit]] = []
-            for requests, finish in plans:
-                hits, answers = finish(answers[: len(requests)]), answers[len(requests) :]
+            for plan in plans:
+                n = len(plan.requests)
+                hits, answers = self._relevance_products(plan, answers[:n]), answers[n:]
                 found.append(
                     [h for h in hits if score_threshold is None or h.score >= score_threshold]
                 )
@@ -348,7 +365,7 @@ class StoreCore(ABC):
 
         return self._grouped(request, limit, chunks_per_product)
 
-    def _relevance_plan(
+    def _relevance_search(
         self,
         vector: list[float],
         lexical: Branch,
@@ -357,12 +374,12 @@ class StoreCore(ABC):
         *,
         limit: int,
         chunks_per_product: int,
-    ) -> tuple[list[Any], Callable[[Sequence[Sequence[Any]]], list[ProductHit]]]:
-        """The batch's requests, and what makes the products of their answers.
+    ) -> RelevanceSearch:
+        """The batch's requests of one search fused by relevance (app.store.relevance).
 
-        Both branches in one batch, grouped per product here, then fused by relevance
-        (app.store.relevance): every candidate of either branch gets a cosine score, so
-        the fusion covers the whole pool, not only where the branches overlap.
+        Both branches in one batch, grouped per product here, then fused: every candidate
+        of either branch gets a cosine score, so the fusion covers the whole pool, not only
+        where the branches overlap.
 
         One batch is one round trip to a server: the dense branch, the BM25 branch, and
         the BM25 branch's chunks scored by cosine (a prefetch), each with the payload it
@@ -371,7 +388,7 @@ class StoreCore(ABC):
         its cosine only where its matched chunks score below the window's last, and never
         above it (docs/decisions/relevance-fusion.md, "What it costs").
 
-        With feedback (spec.feedback_weight > 0) the dense branch runs a second time, its
+        With feedback (`spec.feedback`) the dense branch runs a second time, its
         query moved towards the best chunks of the first fusion's top products
         (pseudo-relevance feedback): the shopper's few words gain the vocabulary of the
         products that fit them best.
@@ -379,60 +396,51 @@ class StoreCore(ABC):
         f = self._build_filter(flt)
         depth, words = relevance_depth(limit, chunks_per_product), lexical_depth(limit)
         cosine = Branch(self._dense_query(vector))  # no floor per branch: it cuts the fusion
-        feedback = spec.feedback_weight > 0
         requests = [
-            self._request(depth, cosine, f, vectors=feedback, payload=SEARCH_FIELDS),
+            self._request(depth, cosine, f, vectors=spec.feedback, payload=SEARCH_FIELDS),
             # BM25 scores need no text: these chunks are read again below if they matter.
             self._request(words, lexical, f, payload=KEY_FIELDS),
         ]
         # Not with feedback: it moves the query, and these cosines would be the old one's.
-        if not feedback:
+        if not spec.feedback:
             lexical_first = [self._prefetch(lexical, f, words)]
             requests.append(self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS))
-        return requests, lambda answers: self._relevance_products(
-            answers, vector, cosine, f, flt, spec, depth, limit, chunks_per_product
+        return RelevanceSearch(
+            requests, vector, cosine, f, flt, spec, depth, limit, chunks_per_product
         )
 
     def _relevance_products(
-        self,
-        answers: Sequence[Sequence[Any]],
-        vector: list[float],
-        cosine: Branch,
-        f: Any,
-        flt: SearchFilter | None,
-        spec: FusionSpec,
-        depth: int,
-        limit: int,
-        chunks_per_product: int,
+        self, plan: RelevanceSearch, answers: Sequence[Sequence[Any]]
     ) -> list[ProductHit]:
-        """The fused products of one relevance search's answers (`_relevance_plan`)."""
-        feedback = spec.feedback_weight > 0
+        """The fused products of one relevance search's answers."""
         dense_points, lexical_points, *rescored = answers
+        depth, per_product, f = plan.depth, plan.chunks_per_product, plan.engine_filter
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         by_cosine = group_hits(
-            map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product
+            map(stored_hit, dense_points), limit=depth, chunks_per_product=per_product
         )
-        if feedback and by_cosine:
+        cosine, spec = plan.cosine, plan.spec
+        if spec.feedback and by_cosine:
             first = fuse_products(by_cosine, by_words, spec.lexical_weight)
             best_chunks = {h.chunks[0].id for h in first[: spec.feedback_products]}
             seeds = [dense_vector(p) for p in dense_points if str(p.id) in best_chunks]
-            moved = feedback_query(vector, [v for v in seeds if v is not None], spec)
+            moved = feedback_query(plan.vector, [v for v in seeds if v is not None], spec)
             cosine = Branch(self._dense_query(moved))
             by_cosine = group_hits(
                 map(
                     stored_hit, self._query(self._request(depth, cosine, f, payload=SEARCH_FIELDS))
                 ),
                 limit=depth,
-                chunks_per_product=chunks_per_product,
+                chunks_per_product=per_product,
             )
         seen = {h.product_id for h in by_cosine}
         dense_found = len(by_cosine)
         missing = [h for h in by_words if h.product_id not in seen]
         if missing:
             known = rescored[0] if rescored else []
-            by_cosine += self._cosine_of(missing, known, cosine, flt, chunks_per_product)
+            by_cosine += self._cosine_of(missing, known, cosine, plan.flt, per_product)
         best = fuse_products(by_cosine, by_words, spec.lexical_weight, dense_found=dense_found)
-        return best[:limit]
+        return best[: plan.limit]
 
     def _cosine_of(
         self,

@@ -154,6 +154,11 @@ class FusionSpec:
     sparse_weight: float = 1.0
 
     @property
+    def feedback(self) -> bool:
+        """Whether a relevance search runs pseudo-relevance feedback."""
+        return self.feedback_weight > 0
+
+    @property
     def weights(self) -> list[float] | None:
         """RRF branch weights in prefetch order (dense, sparse); None when equal."""
         if self.dense_weight == self.sparse_weight:
