@@ -1,25 +1,37 @@
-"""The real app served by uvicorn on a free local port, in a thread of the test process."""
+"""The real app served by uvicorn on a free local port: in a thread of the test process
+(`ServerThread`), or as a process of its own (`ApiProcess`) where a test kills it or runs
+two."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Mapping
+from pathlib import Path
 
 import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from app.core.config import Settings
+from app.core.config import ROOT, Settings
 from app.main import create_app
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 class ServerThread:
     def __init__(self, settings: Settings, app: FastAPI | None = None) -> None:
         """Serves `app` (default: `create_app(settings)`)."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         config = uvicorn.Config(
             app or create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
         )
@@ -47,3 +59,44 @@ def wait_ready(url: str, seconds: float) -> None:
     while httpx.get(url + "/ready").status_code != 200:
         assert time.monotonic() < deadline, httpx.get(url + "/sync/status").text
         time.sleep(0.2)
+
+
+class ApiProcess:
+    """`uvicorn app.main:app` in a subprocess on a free port, `env` over this process's
+    environment, its output appended to `log`."""
+
+    def __init__(self, env: Mapping[str, str], log: Path) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port)],
+                cwd=ROOT,
+                env={**os.environ, **env},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def wait(self, path: str = "/ready", seconds: float = 600) -> None:
+        """Until `path` answers 200 (the log's tail in the failure if the API exits)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            assert self.proc.poll() is None, self.log.read_text()[-3000:]
+            try:
+                if httpx.get(self.url + path, timeout=5).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, self.log.read_text()[-3000:]
+            time.sleep(0.2)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """`sig`, then SIGKILL if it has not exited within a minute."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)

@@ -16,9 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +27,7 @@ import pytest
 
 from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
 from tests.learned_models import model_cache_fixture, second_encoder_fixture  # noqa: F401
+from tests.live_server import ApiProcess
 from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
 from tests.synctools import sync_cli_in_process
 
@@ -62,46 +60,6 @@ class Reply:
     def model(self) -> str | None:
         """The encoder's id: the version's first part (`<model>|<ranking>`)."""
         return self.version.split("|")[0] if self.version else None
-
-
-class Service:
-    """`uvicorn app.main:app` in a subprocess with `env` over this one's, on a free port."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.log = log
-        with log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port)],
-                cwd=ROOT,
-                env={**os.environ, **env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    def wait(self, path: str, seconds: float = 600) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                if httpx.get(self.url + path, timeout=5).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, self.log.read_text()[-3000:]
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(30)
 
 
 def ask(client: httpx.Client, query: str, thread: int = 0) -> Reply:
@@ -153,7 +111,7 @@ def test_a_model_switch_under_load_never_mixes_models_and_never_fails(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     log = tmp_path / "service.log"
-    packaged = Service(env, log)
+    packaged = ApiProcess(env, log)
     try:
         packaged.wait("/ready")
         with httpx.Client(base_url=packaged.url, timeout=60) as c:
@@ -166,7 +124,7 @@ def test_a_model_switch_under_load_never_mixes_models_and_never_fails(
     assert all(r.status == 200 and r.model == old_model and r.products for r in before.values())
 
     learned_env = {**env, "LEARNED_MODEL": str(second_encoder)}
-    service = Service(learned_env, log)
+    service = ApiProcess(learned_env, log)
     replies: list[Reply] = []
     phases: list[str] = []
     stop = threading.Event()

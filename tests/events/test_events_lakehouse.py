@@ -8,12 +8,7 @@ one sync cycle mirrors them as payload: 0 embeddings, `--verify` 0/0/0.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,7 +20,7 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 from pyspark.sql import functions as F
 
-from app.core.config import ROOT, Settings
+from app.core.config import Settings
 from app.events.records import COLUMNS
 from app.store import open_store
 from spark_jobs.create_table import create_table
@@ -35,7 +30,7 @@ from spark_jobs.interactions import utc_day, write
 from spark_jobs.product_signals import run_product_signals
 from spark_jobs.upsert_products import upsert_rows
 from tests.hudi_writes import spark_rows
-from tests.live_server import ServerThread
+from tests.live_server import ApiProcess, ServerThread
 from tests.synctools import product, sync_cli_in_process
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -49,46 +44,10 @@ PRODUCTS = [
 ]
 
 
-class Api:
-    """`uvicorn app.main:app` in a subprocess of its own (SYNC_MODE=off on a shard copy)."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(self.port)],
-            cwd=ROOT,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def wait_ready(self, seconds: float = 900) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            assert self.proc.poll() is None, f"API exited; see {self.log.name}"
-            try:
-                if httpx.get(self.url + "/ready", timeout=5).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"API not ready; see {self.log.name}"
-            time.sleep(0.3)
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(60)
-        self.log.close()
-
-
 class Sender(threading.Thread):
     """Posts batches of three clicks with client event ids until stopped or cut off."""
 
-    def __init__(self, api: Api, name: str, rid: str, product_ids: list[int]) -> None:
+    def __init__(self, api: ApiProcess, name: str, rid: str, product_ids: list[int]) -> None:
         super().__init__(daemon=True)
         self.api, self.name, self.rid, self.product_ids = api, name, rid, product_ids
         self.acked: set[str] = set()
@@ -154,7 +113,6 @@ def test_events_exactly_once_into_the_lakehouse_and_back_as_signals(
     for name in ("a", "b"):
         shutil.copytree(tmp_path / "edge", tmp_path / f"edge-{name}")
         env = {
-            **os.environ,
             "DATA_DIR": str(tmp_path / f"data-{name}"),
             "HUDI_TABLE_PATH": str(table),
             "QDRANT_PATH": str(tmp_path / f"edge-{name}"),
@@ -166,10 +124,10 @@ def test_events_exactly_once_into_the_lakehouse_and_back_as_signals(
             "HF_HUB_OFFLINE": "1",
             "OPENAI_API_KEY": "",
         }
-        apis.append(Api(env, tmp_path / f"api-{name}.log"))
+        apis.append(ApiProcess(env, tmp_path / f"api-{name}.log"))
     try:
         for api in apis:
-            api.wait_ready()
+            api.wait("/ready", 900)
         answers = [
             httpx.post(api.url + "/recommend", json={"query": "running shoes"}, timeout=60).json()
             for api in apis
