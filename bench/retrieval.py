@@ -58,13 +58,14 @@ from qdrant_client import QdrantClient, models  # noqa: E402
 
 from app.core.config import Settings  # noqa: E402
 from app.core.logging import configure_logging  # noqa: E402
-from app.embedding import load_embedder  # noqa: E402
+from app.embedding import Embedder, load_embedder  # noqa: E402
 from app.eval.data import DEFAULT_QUERIES, PRODUCTS_FILE, QUERIES_FILE, load_queries  # noqa: E402
 from app.eval.vector_cache import DEFAULT_CACHE_DIR  # noqa: E402
 from app.store import VectorStore, open_store  # noqa: E402
 from app.store.base import ChunkPoint  # noqa: E402
 from app.store.edge_store import EdgeStore  # noqa: E402
 from app.sync.chunking import PAYLOAD_FORMAT  # noqa: E402
+from app.sync.state import SyncCheckpoint  # noqa: E402
 from bench.retrieval_dataset import run_dataset  # noqa: E402
 from bench.service_process import (  # noqa: E402
     Phase,
@@ -87,8 +88,7 @@ def generate(n: int, seed: int, out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.open()]
 
 
-def derive_vectors(rows: list[dict[str, Any]], seed: int) -> np.ndarray:
-    embedder = load_embedder()
+def derive_vectors(rows: list[dict[str, Any]], seed: int, embedder: Embedder) -> np.ndarray:
     rng = np.random.default_rng(seed)
     by_cat: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
@@ -108,14 +108,21 @@ def derive_vectors(rows: list[dict[str, Any]], seed: int) -> np.ndarray:
     return matrix
 
 
-def load_shard(path: Path, rows: list[dict[str, Any]], matrix: np.ndarray, optimize: bool) -> None:
-    fill(EdgeStore(path), rows, matrix, optimize)
+def load_shard(
+    path: Path, rows: list[dict[str, Any]], matrix: np.ndarray, optimize: bool, model_id: str
+) -> None:
+    fill(EdgeStore(path), rows, matrix, optimize, model_id)
 
 
 def fill(
-    store: VectorStore, rows: list[dict[str, Any]], matrix: np.ndarray, optimize: bool
+    store: VectorStore,
+    rows: list[dict[str, Any]],
+    matrix: np.ndarray,
+    optimize: bool,
+    model_id: str,
 ) -> None:
-    """Write the points as the sync would, a checkpoint after them; closes the store."""
+    """Write the points as the sync would, a checkpoint after them (naming the encoder of
+    `matrix`, so the service queries with it); closes the store."""
     store.ensure_collection(matrix.shape[1])
     started = time.perf_counter()
     batch: list[ChunkPoint] = []
@@ -150,7 +157,8 @@ def fill(
         store.optimize()
         print(f"optimize (HNSW build) {time.perf_counter() - started:.1f}s")
     # SYNC_MODE=off serves once a checkpoint exists: write one as the syncer would.
-    store.save_state({"completed": "0", "requested": "0", "table_path": "bench", "signature": ""})
+    checkpoint = SyncCheckpoint("0", "0", "bench", signature="", model_id=model_id)
+    store.save_state(checkpoint.to_dict())
     store.close()
 
 
@@ -227,17 +235,20 @@ def run_generated(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-retrieval-") as tmp:
         rows = generate(args.products, args.seed, Path(tmp) / "products.jsonl")
         started = time.perf_counter()
-        matrix = derive_vectors(rows, args.seed)
+        embedder = load_embedder()
+        matrix = derive_vectors(rows, args.seed, embedder)
         print(f"derived {len(matrix)} vectors in {time.perf_counter() - started:.1f}s")
         shard = args.shard or Path(tmp) / "qdrant"
         marker = shard.parent / f"{shard.name}.built"
         # The payload format too: a shard written before `chunk_count` searches differently.
-        built_as = f"{args.products} {args.seed} {args.optimize} {PAYLOAD_FORMAT}"
+        built_as = (
+            f"{args.products} {args.seed} {args.optimize} {PAYLOAD_FORMAT} {embedder.model_id}"
+        )
         if marker.exists() and marker.read_text() == built_as:
             print(f"reusing the shard in {shard} ({built_as})")
         else:
             shutil.rmtree(shard, ignore_errors=True)
-            load_shard(shard, rows, matrix, args.optimize)
+            load_shard(shard, rows, matrix, args.optimize, embedder.model_id)
             marker.write_text(built_as)
 
         queries = [q.query for q in load_queries(DEFAULT_QUERIES)]
@@ -254,7 +265,7 @@ def run_generated(args: argparse.Namespace) -> int:
             ],
         }
         if args.store == "server":
-            return compare_server(args, Path(tmp), shard, rows, matrix, phases)
+            return compare_server(args, Path(tmp), shard, rows, matrix, phases, embedder.model_id)
         dense = serve_and_drive(shard, "dense", phases, args.clients, args.requests)
         hybrid = serve_and_drive(shard, "hybrid", phases, args.clients, args.requests)
         print("\nhybrid / dense-only, same run:")
@@ -303,6 +314,7 @@ def compare_server(
     rows: list[dict[str, Any]],
     matrix: np.ndarray,
     phases: dict[str, list[dict[str, Any]]],
+    model_id: str,
 ) -> int:
     """The service (hybrid) on the edge shard and on a Qdrant server holding the same points
     (QDRANT_URL, or a server started from QDRANT_SERVER_BIN): one API process per
@@ -326,9 +338,8 @@ def compare_server(
         client = QdrantClient(url=url, check_compatibility=False)
         stack.callback(client.close)
         print(f"server {client.info().version} at {url}, collection {collection}")
-        fill(
-            open_store(Settings(qdrant_url=url, qdrant_collection=collection)), rows, matrix, False
-        )
+        server = open_store(Settings(qdrant_url=url, qdrant_collection=collection))
+        fill(server, rows, matrix, False, model_id)
         stack.callback(client.delete_collection, collection)
         # The server builds its HNSW index in the background: measure it built, as the shard.
         while client.get_collection(collection).status != models.CollectionStatus.GREEN:

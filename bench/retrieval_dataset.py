@@ -115,6 +115,7 @@ def _build_shard(
             signature=chunker_for(settings, embedder).signature,
             chunks=chunks,
             unindexed=unindexed,
+            model_id=embedder.model_id,
         )
         store.save_state(checkpoint.to_dict())
     finally:
