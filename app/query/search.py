@@ -158,18 +158,7 @@ def constrained_retrieve(
     reorders = plan.prefer_low_price or plan.prefer_popular
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
-    # The closest products outside the price bounds (the category and the brands still
-    # hold), a pool the nudge towards the bound re-orders.
-    beyond = replace(flt, outside_price=True)
-    outside: list[RetrievedProduct] | None = None
-    if plan.has_price_bounds and retriever.remote:
-        # On a server a search after this one would be another round trip: ask for the
-        # products outside the bounds in the same batch, read only if too few fit.
-        found, outside = retriever.retrieve_each(
-            query, [(wanted, flt), (top_k * CANDIDATE_FACTOR, beyond)], mode=mode
-        )
-    else:
-        found = retriever.retrieve(query, wanted, flt, mode=mode)
+    found = retriever.retrieve(query, wanted, flt, mode=mode)
     best = max((p.score for p in found), default=-math.inf)
     matches = with_popularity_prior(
         relevance_cut(retriever, found, best, cut), retriever.popularity_weight
@@ -181,10 +170,13 @@ def constrained_retrieve(
     matches = matches[:top_k]
     if len(matches) >= top_k or not plan.has_price_bounds:
         return SearchOutcome(matches)
-    # Few fit the price bounds: the relevant products outside them, closest first, never
-    # presented as if they fitted (the caller labels them).
-    if outside is None:
-        outside = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, beyond, mode=mode)
+    # Few fit the price bounds: the relevant products outside them (the category and the
+    # brands still hold), closest first, never presented as if they fitted (the caller
+    # labels them). Asked only now, on a server too: sent with the first search, this one
+    # cost more than the round trip it saved (BENCHMARKS.md, "Edge shard against a Qdrant
+    # server").
+    beyond = replace(flt, outside_price=True)
+    outside = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, beyond, mode=mode)
     # The best match inside or outside the bounds sets the bar for both.
     best = max([best, *(p.score for p in outside)])
     matches = relevance_cut(retriever, matches, best, cut)

@@ -18,7 +18,6 @@ order and score as they are. `candidates` is the search alone, what training rea
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -129,12 +128,6 @@ class Retriever:
         self.fusion = fusion or FusionSpec(lexical_weight=settings.fusion_lexical_weight)
 
     @property
-    def remote(self) -> bool:
-        """Whether every search is a round trip (a Qdrant server): searches known together
-        go in one `retrieve_each`."""
-        return self.store.remote
-
-    @property
     def scores_are_similarities(self) -> bool:
         """Whether scores are on one scale for every query (so a margin or a price
         trade-off means the same everywhere): cosine (dense), relevance (hybrid fused by
@@ -168,33 +161,17 @@ class Retriever:
         Raises:
             StoreError: the vector store failed.
         """
-        return self.retrieve_each(query, [(top_k, filters)], mode=mode)[0]
-
-    def retrieve_each(
-        self,
-        query: str | Query,
-        searches: Sequence[tuple[int | None, SearchFilter | None]],
-        *,
-        mode: RetrievalMode | None = None,
-    ) -> list[list[RetrievedProduct]]:
-        """`retrieve` under each (top_k, filters), the store's searches in one batch."""
         mode = mode or self.mode
+        limit = top_k or self.default_top_k
         q = query if isinstance(query, Query) else Query(query)
-        asked = [
-            (top_k or self.default_top_k, None if f is None or f.is_empty else f)
-            for top_k, f in searches
-        ]
+        flt = None if filters is None or filters.is_empty else filters
         if self.ranker is None or not self._fused_by_relevance(mode):
-            found = self.candidates_each(q, [(f, limit) for limit, f in asked], mode=mode)
-            return [[to_retrieved(h) for h in hits] for hits in found]
+            return [to_retrieved(h) for h in self.candidates(q, limit, flt, mode=mode)]
         # A page deeper than RANKER_CANDIDATES (app.eval's top 100) keeps the top the service
         # shows: the ranker re-orders the first RANKER_CANDIDATES, the rest stay fused.
-        wide = [(f, max(limit, self.ranker_candidates)) for limit, f in asked]
-        pages = []
-        for (limit, f), hits in zip(asked, self.candidates_each(q, wide, mode=mode), strict=True):
-            ranked = self.ranker.rank(q.text, f, hits, self.ranker_candidates)[:limit]
-            pages.append([to_retrieved(r.hit, r.probability) for r in ranked])
-        return pages
+        hits = self.candidates(q, max(limit, self.ranker_candidates), flt, mode=mode)
+        ranked = self.ranker.rank(q.text, flt, hits, self.ranker_candidates)[:limit]
+        return [to_retrieved(r.hit, r.probability) for r in ranked]
 
     def candidates(
         self,
@@ -210,16 +187,6 @@ class Retriever:
         Raises:
             StoreError: the vector store failed.
         """
-        return self.candidates_each(query, [(filters, limit)], mode=mode)[0]
-
-    def candidates_each(
-        self,
-        query: str | Query,
-        searches: Sequence[tuple[SearchFilter | None, int]],
-        *,
-        mode: RetrievalMode | None = None,
-    ) -> list[list[ProductHit]]:
-        """`candidates` under each (filters, limit), in one call to the store."""
         mode = mode or self.mode
         q = query if isinstance(query, Query) else Query(query)
         if mode != "sparse" and q.dense is None:
@@ -232,12 +199,13 @@ class Retriever:
             # No term survives (only stopwords/punctuation): BM25 has nothing to add.
             sparse = None
             if vector is None:
-                return [[] for _ in searches]
-        return self.store.search_products_each(
+                return []
+        return self.store.search_products(
             vector,
-            [(None if f is None or f.is_empty else f, limit) for f, limit in searches],
+            limit=limit,
             chunks_per_product=self.chunks_per_product,
             score_threshold=self.similarity_threshold,
+            flt=None if filters is None or filters.is_empty else filters,
             sparse=sparse,
             fusion=self.fusion,
         )

@@ -247,27 +247,6 @@ class VectorStore(Protocol):
         """
         ...
 
-    def search_products_each(
-        self,
-        vector: VectorLike | None,
-        searches: Sequence[tuple[SearchFilter | None, int]],
-        *,
-        chunks_per_product: int,
-        score_threshold: float | None = None,
-        sparse: SparseVec | None = None,
-        fusion: FusionSpec | None = None,
-    ) -> list[list[ProductHit]]:
-        """`search_products` of one query under each (filter, limit), in that order: with
-        relevance fusion, every search's requests go to the engine as one batch (one round
-        trip to a server)."""
-        ...
-
-    @property
-    def remote(self) -> bool:
-        """Whether searches cross a network: then one batch of two searches costs less than
-        two searches one after the other (on an engine in this process, about the same)."""
-        ...
-
     def similar_products(
         self,
         product_id: int,

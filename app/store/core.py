@@ -263,11 +263,6 @@ class StoreCore(ABC):
         return [c.id for c in self._scroll(missing, SCROLL_BATCH, fields=[GROUP_FIELD])]
 
     # --- search --------------------------------------------------------------------
-    @property
-    def remote(self) -> bool:
-        """See `VectorStore.remote`: a Qdrant server, not an engine in this process."""
-        return self._backend == "qdrant-remote"
-
     def search_products(
         self,
         vector: VectorLike | None,
@@ -279,30 +274,10 @@ class StoreCore(ABC):
         limit: int,
         chunks_per_product: int,
     ) -> list[ProductHit]:
-        """See `VectorStore.search_products`."""
-        return self.search_products_each(
-            vector,
-            [(flt, limit)],
-            score_threshold=score_threshold,
-            sparse=sparse,
-            fusion=fusion,
-            chunks_per_product=chunks_per_product,
-        )[0]
-
-    def search_products_each(
-        self,
-        vector: VectorLike | None,
-        searches: Sequence[tuple[SearchFilter | None, int]],
-        *,
-        score_threshold: float | None = None,
-        sparse: SparseVec | None = None,
-        fusion: FusionSpec | None = None,
-        chunks_per_product: int,
-    ) -> list[list[ProductHit]]:
-        """See `VectorStore.search_products_each`. One plan for both engines: dense and
-        sparse branches fused by relevance here (every search's requests in one batch), or
-        by rrf / dbsf inside the engine, or one of them alone; the filter in every branch,
-        the threshold on the fused or dense score."""
+        """See `VectorStore.search_products`. One plan for both engines: dense and sparse
+        branches fused by relevance here (the requests in one batch), or by rrf / dbsf
+        inside the engine, or one of them alone; the filter in every branch, the threshold
+        on the fused or dense score."""
         dense = lexical = None
         if vector is not None:
             dense = Branch(
@@ -311,31 +286,18 @@ class StoreCore(ABC):
         if sparse:
             lexical = Branch(self._sparse_query(sparse), sparse=True)
         spec = fusion or FusionSpec()
-        if vector is not None and lexical is not None and spec.method == "relevance":
-            plans = [
-                self._relevance_search(
-                    as_float_list(vector),
-                    lexical,
-                    flt,
-                    spec,
-                    limit=limit,
-                    chunks_per_product=chunks_per_product,
-                )
-                for flt, limit in searches
-            ]
-            answers = self._query_batch([r for plan in plans for r in plan.requests])
-            found: list[list[ProductHit]] = []
-            for plan in plans:
-                n = len(plan.requests)
-                hits, answers = self._relevance_products(plan, answers[:n]), answers[n:]
-                found.append(
-                    [h for h in hits if score_threshold is None or h.score >= score_threshold]
-                )
-            return found
-        return [
-            self._branch_search(dense, lexical, spec, flt, limit, chunks_per_product)
-            for flt, limit in searches
-        ]
+        if vector is None or lexical is None or spec.method != "relevance":
+            return self._branch_search(dense, lexical, spec, flt, limit, chunks_per_product)
+        plan = self._relevance_search(
+            as_float_list(vector),
+            lexical,
+            flt,
+            spec,
+            limit=limit,
+            chunks_per_product=chunks_per_product,
+        )
+        hits = self._relevance_products(plan, self._query_batch(plan.requests))
+        return [h for h in hits if score_threshold is None or h.score >= score_threshold]
 
     def _branch_search(
         self,

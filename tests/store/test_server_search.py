@@ -239,26 +239,31 @@ class _Fixed:
         return np.stack([self.vector] * len(texts))
 
 
-def test_a_price_bound_that_few_products_fit_is_still_one_request(
+def test_a_price_bound_asks_for_the_products_outside_it_only_when_the_page_is_short(
     stores: tuple[VectorStore, VectorStore], qdrant_server: str
 ) -> None:
     # Prices run 10..49 (pid % 40): 5 products cost at most $10, fewer than the 8 asked
-    # for, and the closest products outside the bound are looked for in the same batch.
+    # for, so the closest products outside the bound are asked for after the first search;
+    # at most $40, the page fills and that second request is never sent.
     server, edge = stores
-    plan = FilterPlan(SearchFilter(max_price=10.0), (), prefer_low_price=False)
     settings = Settings(similarity_threshold=-1.0, relevance_margin=2.0)
     rng = np.random.default_rng(4)
     short_pages = 0
-    for _ in range(5):
+    for max_price in (10.0, 40.0) * 3:
+        plan = FilterPlan(SearchFilter(max_price=max_price), (), prefer_low_price=False)
         encoder = _Fixed(rng.normal(size=DIM).astype(np.float32))
         on_edge = constrained_retrieve(Retriever(encoder, edge, settings), "waterproof", 8, plan)
         before = _search_requests(qdrant_server)
         got = constrained_retrieve(Retriever(encoder, server, settings), "waterproof", 8, plan)
-        assert _search_requests(qdrant_server) - before == 1
+        short = bool(got.closest_outside or got.nearest)
+        assert _search_requests(qdrant_server) - before == 1 + short
         assert [(p.id, p.outside_filters) for p in got.offered] == [
             (p.id, p.outside_filters) for p in on_edge.offered
         ]
-        assert all(p.price is not None and p.price <= 10.0 for p in got.products)
-        short_pages += bool(got.closest_outside)
+        fitting = [p for p in got.offered if not p.outside_filters]
+        assert all(p.price is not None and p.price <= max_price for p in fitting)
+        assert all(p.price is not None and p.price > max_price for p in got.closest_outside)
+        assert short == (max_price == 10.0)
+        short_pages += short
     # The case under test ran: pages the bound left short, completed from outside it.
-    assert short_pages > 0
+    assert short_pages == 3
