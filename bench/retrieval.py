@@ -23,7 +23,8 @@ real embeddings of the labelled eval queries, so scores and the threshold behave
 started from QDRANT_SERVER_BIN): one API process per `--transports` entry (REST, gRPC),
 and `--server-workers` API processes (uvicorn --workers) over each, all running at once;
 every phase goes round them `--rounds` times, and each median is printed as server / edge
-for hybrid retrieval.
+for hybrid retrieval. It adds a phase with each query's own category (that of its best
+unfiltered match) and the same price bounds, beside the categories given in turn.
 
 With `--dataset DIR` it serves a judged dev set instead, with real embeddings, through
 POST /search and POST /recommend, one-client latency, C-client throughput and the
@@ -49,6 +50,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,6 +78,8 @@ from bench.service_process import (  # noqa: E402
 )
 
 CHUNKS_PER_PRODUCT = 2
+FILTERED_PHASE = "filtered (category+price)"
+OWN_PHASE = "own category + price"
 SAMPLES_PER_CATEGORY = 24
 NOISE = 0.035  # per-dimension sigma on a unit 384-d vector: cos to its base ~0.8
 
@@ -259,7 +263,7 @@ def run_generated(args: argparse.Namespace) -> int:
         ]
         phases = {
             "unfiltered": [{"query": q, "top_k": args.top_k} for q in queries],
-            "filtered (category+price)": [
+            FILTERED_PHASE: [
                 {"query": q, "top_k": args.top_k, "filters": f}
                 for q, f in zip(queries, flt, strict=True)
             ],
@@ -368,6 +372,7 @@ def compare_server(
             )
         for service in services.values():
             drive(service.url, "/search", phases["unfiltered"], args.clients, 64)  # warm-up
+        phases = {**phases, OWN_PHASE: own_category_phase(services["edge"].url, phases)}
         # (service, phase, clients) -> [(p50 ms, req/s) per round]
         runs: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
         for r in range(args.rounds):
@@ -395,6 +400,20 @@ def compare_server(
                     f"= {rps / erps:4.2f}x"
                 )
     return 0
+
+
+def own_category_phase(url: str, phases: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The filtered phase's bodies with each query's own category, the category of its best
+    unfiltered match on `url`, as a shopper's filter names what they are after. The
+    filtered phase gives the queries the categories in turn, so half its pages are empty
+    (headphones among books): two searches each, and nothing to show (BENCHMARKS.md)."""
+    own = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for plain, filtered in zip(phases["unfiltered"], phases[FILTERED_PHASE], strict=True):
+            found = client.post("/search", json={**plain, "top_k": 1}).json()["products"]
+            category = found[0]["category"] if found else None
+            own.append({**filtered, "filters": {**filtered["filters"], "category": category}})
+    return own
 
 
 def _median(figures: list[tuple[float, float]], i: int) -> float:
