@@ -78,22 +78,6 @@ class Branch:
     score_threshold: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RelevanceSearch:
-    """One relevance-fused search of a batch (`StoreCore._relevance_search`): its requests,
-    and what reading their answers needs."""
-
-    requests: list[Any]
-    vector: list[float]
-    cosine: Branch
-    engine_filter: Any
-    flt: SearchFilter | None
-    spec: FusionSpec
-    depth: int
-    limit: int
-    chunks_per_product: int
-
-
 def dense_vector(point: Any) -> list[float] | None:
     """The dense vector a scored point came back with: bare (a list) or by its name ""."""
     v = point.vector
@@ -288,7 +272,7 @@ class StoreCore(ABC):
         spec = fusion or FusionSpec()
         if vector is None or lexical is None or spec.method != "relevance":
             return self._branch_search(dense, lexical, spec, flt, limit, chunks_per_product)
-        plan = self._relevance_search(
+        hits = self._relevance_search(
             as_float_list(vector),
             lexical,
             flt,
@@ -296,7 +280,6 @@ class StoreCore(ABC):
             limit=limit,
             chunks_per_product=chunks_per_product,
         )
-        hits = self._relevance_products(plan, self._query_batch(plan.requests))
         return [h for h in hits if score_threshold is None or h.score >= score_threshold]
 
     def _branch_search(
@@ -336,8 +319,8 @@ class StoreCore(ABC):
         *,
         limit: int,
         chunks_per_product: int,
-    ) -> RelevanceSearch:
-        """The batch's requests of one search fused by relevance (app.store.relevance).
+    ) -> list[ProductHit]:
+        """Up to `limit` products fused by relevance (app.store.relevance).
 
         Both branches in one batch, grouped per product here, then fused: every candidate
         of either branch gets a cosine score, so the fusion covers the whole pool, not only
@@ -367,42 +350,32 @@ class StoreCore(ABC):
         if not spec.feedback:
             lexical_first = [self._prefetch(lexical, f, words)]
             requests.append(self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS))
-        return RelevanceSearch(
-            requests, vector, cosine, f, flt, spec, depth, limit, chunks_per_product
-        )
-
-    def _relevance_products(
-        self, plan: RelevanceSearch, answers: Sequence[Sequence[Any]]
-    ) -> list[ProductHit]:
-        """The fused products of one relevance search's answers."""
-        dense_points, lexical_points, *rescored = answers
-        depth, per_product, f = plan.depth, plan.chunks_per_product, plan.engine_filter
+        dense_points, lexical_points, *rescored = self._query_batch(requests)
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         by_cosine = group_hits(
-            map(stored_hit, dense_points), limit=depth, chunks_per_product=per_product
+            map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product
         )
-        cosine, spec = plan.cosine, plan.spec
         if spec.feedback and by_cosine:
             first = fuse_products(by_cosine, by_words, spec.lexical_weight)
             best_chunks = {h.chunks[0].id for h in first[: spec.feedback_products]}
             seeds = [dense_vector(p) for p in dense_points if str(p.id) in best_chunks]
-            moved = feedback_query(plan.vector, [v for v in seeds if v is not None], spec)
+            moved = feedback_query(vector, [v for v in seeds if v is not None], spec)
             cosine = Branch(self._dense_query(moved))
             by_cosine = group_hits(
                 map(
                     stored_hit, self._query(self._request(depth, cosine, f, payload=SEARCH_FIELDS))
                 ),
                 limit=depth,
-                chunks_per_product=per_product,
+                chunks_per_product=chunks_per_product,
             )
         seen = {h.product_id for h in by_cosine}
         dense_found = len(by_cosine)
         missing = [h for h in by_words if h.product_id not in seen]
         if missing:
             known = rescored[0] if rescored else []
-            by_cosine += self._cosine_of(missing, known, cosine, plan.flt, per_product)
+            by_cosine += self._cosine_of(missing, known, cosine, flt, chunks_per_product)
         best = fuse_products(by_cosine, by_words, spec.lexical_weight, dense_found=dense_found)
-        return best[: plan.limit]
+        return best[:limit]
 
     def _cosine_of(
         self,
