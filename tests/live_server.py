@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,12 +19,7 @@ from fastapi import FastAPI
 
 from app.core.config import ROOT, Settings
 from app.main import create_app
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.qdrant_server import free_port
 
 
 class ServerThread:
