@@ -123,7 +123,8 @@ class ServiceProcess(_ManagedProcess):
         self._cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
         self._cmd += ["--port", str(self.port), "--log-level", "warning"]
         # As scripts/serve.sh runs it: workers, and TCP_NODELAY on their connections.
-        self._cmd += ["--workers", str(workers), "--http", "app.api.nodelay:NoDelayH11Protocol"]
+        nodelay = "app.api.nodelay:NoDelayHttpToolsProtocol"
+        self._cmd += ["--workers", str(workers), "--http", nodelay]
         self._env = env
         self._startup_s = startup_s
         self.workers = workers

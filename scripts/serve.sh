@@ -11,5 +11,5 @@ if [ -x .venv/bin/uvicorn ]; then UVICORN=.venv/bin/uvicorn PYTHON=.venv/bin/pyt
 workers=$("$PYTHON" -m app.api.processes)
 # --http: TCP_NODELAY on every connection, which uvicorn's workers skip (app/api/nodelay.py).
 exec "$UVICORN" app.main:app --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}" \
-  --workers "$workers" --http app.api.nodelay:NoDelayH11Protocol \
+  --workers "$workers" --http app.api.nodelay:NoDelayHttpToolsProtocol \
   --timeout-graceful-shutdown 10 "$@"

@@ -1,4 +1,4 @@
-"""uvicorn's h11 protocol with Nagle's algorithm off on every connection it serves.
+"""uvicorn's httptools protocol with Nagle's algorithm off on every connection it serves.
 
 With `--workers N` uvicorn binds the listening socket itself, as `socket.socket(family)`:
 protocol number 0, not IPPROTO_TCP, so asyncio's own TCP_NODELAY (set only on sockets that
@@ -6,6 +6,9 @@ say IPPROTO_TCP) is skipped on every connection the workers accept. A response's
 and body then leave in two writes, and the second waits for the client's delayed ACK:
 +40 ms per request on a keep-alive connection (a trivial app measured 2.5 ms with one
 process, 44 ms with two). scripts/serve.sh runs uvicorn with `--http` set to this class.
+
+httptools (a C parser) rather than h11: with uvloop it takes ~15% off a streamed
+answer's CPU (BENCHMARKS.md, "Streamed answers").
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 
-class NoDelayH11Protocol(H11Protocol):
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+class NoDelayHttpToolsProtocol(HttpToolsProtocol):
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().connection_made(transport)  # type: ignore[arg-type]
+        super().connection_made(transport)

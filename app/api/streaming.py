@@ -2,10 +2,10 @@
 
 Events, in order (docs/http-api.md, "Streamed answers"):
 - `products`: the /search response (products, filters_applied, nearest_matches, ...);
-- `delta` ({"text": ...}), any number: pieces of the answer, in order, coalesced: at most
-  one event per FLUSH_SECONDS (the first text goes out at once). The LLM's generator
-  already hands its text on per read interval (app/llm/completion_stream.py), so a stream
-  costs per event, not per token;
+- `delta` ({"text": ...}), any number: pieces of the answer, in order, one event per piece
+  the generator hands on. The LLM's generator hands on its text at most once per read
+  interval (app/llm/completion_stream.py: the first text at once), so a stream costs per
+  interval, not per token; the extractive answer comes a sentence per piece;
 - `done`: the JSON response of /recommend, built by the same function, plus `text_replaced`.
 
 Every answer ends with `done`: a failing LLM becomes a degraded extractive answer, as on
@@ -15,7 +15,6 @@ the JSON path. Errors found before the stream starts (422, 503) keep their statu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -32,10 +31,6 @@ from app.llm.types import AnswerPart, Recommendation
 logger = logging.getLogger(__name__)
 
 EVENT_STREAM = "text/event-stream"
-# Text waits at most this long for more to join its `delta` event (reading speed is ~20
-# tokens/s; a 50 ms batch is not seen, and an answer is ~10x fewer events).
-FLUSH_SECONDS = 0.05
-
 StreamEnd = Literal["complete", "degraded", "replaced", "disconnected"]
 STREAMS = Counter(
     "recommend_streams",
@@ -109,14 +104,13 @@ async def _events(
     started = time.perf_counter()
     streamed: list[str] = []
     final: Recommendation | None = None
-    parts = _coalesced(answer)
     try:
         yield event("products", products)
         if notice:
             streamed.append(notice)
             yield event("delta", {"text": notice})
         try:
-            async for part in parts:
+            async for part in answer:
                 if isinstance(part, Recommendation):
                     final = part
                     continue
@@ -144,61 +138,9 @@ async def _events(
         STREAMS.labels(end="disconnected").inc()
         raise
     finally:
-        await parts.aclose()  # cancels a pending read of the answer
-        if final is None:  # left while the answer was suspended: close it now
-            await answer.aclose()
-
-
-async def _coalesced(
-    answer: AsyncGenerator[AnswerPart, None],
-) -> AsyncGenerator[AnswerPart, None]:
-    """The answer's text pieces joined: the first at once, then whatever arrived within
-    FLUSH_SECONDS of the last piece sent; the final `Recommendation` after the last text."""
-    held: list[str] = []
-    sent_at = -float("inf")
-    read: asyncio.Future[AnswerPart] | None = None
-    try:
-        while True:
-            if read is None and not held:
-                # Nothing waits to be sent, so no window to watch: the read needs no task.
-                try:
-                    part = await anext(answer)
-                except StopAsyncIteration:
-                    break
-            else:
-                if read is None:
-                    read = asyncio.ensure_future(anext(answer))
-                wait = None if not held else max(0.0, sent_at + FLUSH_SECONDS - time.monotonic())
-                done, _ = await asyncio.wait({read}, timeout=wait)
-                if not done:  # nothing more within the window: send what is held
-                    yield "".join(held)
-                    held.clear()
-                    sent_at = time.monotonic()
-                    continue
-                try:
-                    part = read.result()
-                except StopAsyncIteration:
-                    break
-                finally:
-                    read = None
-            if isinstance(part, Recommendation):
-                if held:
-                    yield "".join(held)
-                    held.clear()
-                yield part
-                continue
-            held.append(part)
-            if time.monotonic() - sent_at >= FLUSH_SECONDS:
-                yield "".join(held)
-                held.clear()
-                sent_at = time.monotonic()
-        if held:
-            yield "".join(held)
-    finally:
-        if read is not None and not read.done():
-            read.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await read
+        # Left while the answer was suspended: closing it cancels its pending read (and
+        # with it the HTTP request to the LLM).
+        await answer.aclose()
 
 
 def _how_it_ended(done: RecommendResponse, replaced: bool) -> StreamEnd:

@@ -5,8 +5,8 @@ model per token through its lenient pure-Python constructor: ~0.3 ms a token, mo
 streamed answer's CPU (BENCHMARKS.md, "Streamed answers"). Here the same request goes
 through the same client (`with_streaming_response`: its retries, status errors and HTTP),
 and only the body is read by hand: Server-Sent Events whose `data` is a chunk's JSON,
-ended by `[DONE]`. Text is handed on per read of the body, not per chunk, and the socket
-is read at most once per READ_INTERVAL_SECONDS while tokens flow.
+ended by `[DONE]`. Text is handed on per read of the body, not per chunk, and the body is
+read once per READ_INTERVAL_SECONDS while tokens flow, on a clock all streams share.
 
 Failures are those of the client's stream: a chunk with an `error` is an `openai.APIError`;
 a chunk that is not the expected JSON raises (`ValueError`, `KeyError`, `TypeError`, ...);
@@ -24,35 +24,57 @@ import openai
 from openai import AsyncAPIResponse
 
 _DONE = b"[DONE]"
-# As app/api/streaming.py's FLUSH_SECONDS: the shopper gets text in events this far apart.
+# The shopper gets the answer's text in pieces this far apart (reading speed is ~20 tokens/s:
+# a 50 ms batch is not seen, and an answer is ~10x fewer events than tokens).
 READ_INTERVAL_SECONDS = 0.05
+# A read this large means the body came faster than it is read (the reader fell behind, or
+# the whole answer came at once): the next read follows without a pause.
+BULK_READ_BYTES = 8192
+
+
+class Ticker:
+    """One clock for every stream of an event loop: `wait` returns at its next tick, at
+    most `interval` away. Streams that pause together wake together, in one turn of the
+    loop, on one timer, rather than each on its own timer at its own moment."""
+
+    def __init__(self, interval: float = READ_INTERVAL_SECONDS) -> None:
+        self.interval = interval
+        self._waiters: list[asyncio.Future[None]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop (tests run several): the old one's tick is gone
+            self._loop, self._timer, self._waiters = loop, None, []
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        if self._timer is None:
+            self._timer = loop.call_later(self.interval, self._tick)
+        await waiter  # a cancelled waiter is only skipped by the tick
+
+    def _tick(self) -> None:
+        self._timer = None
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 async def completion_deltas(
-    response: AsyncAPIResponse[Any], read_interval: float = READ_INTERVAL_SECONDS
+    response: AsyncAPIResponse[Any], ticker: Ticker
 ) -> AsyncIterator[tuple[str, bool]]:
     """(text, finished) per read of the body: the content of the chunks that read completed,
     joined, and whether one of them carried a finish_reason. Ends at the body's end (read
     past `[DONE]`, so the connection goes back to the client's pool).
 
-    A read that had to wait on the socket is followed by a pause of `read_interval`, so the
-    tokens that arrive meanwhile come in one socket read: the HTTP layers' cost is then per
-    interval, not per token. Chunks the HTTP library holds already are read at once.
+    After a read that brought text the reader waits for the ticker's next tick, so what
+    arrives meanwhile comes in the next read: one piece of text per tick while tokens flow,
+    the first at once, and none held back (a piece is handed on as soon as it is read).
     """
-    loop = asyncio.get_running_loop()
     events = _SSEData()
-    body = aiter(response.iter_bytes())
     done = False
-    while True:
-        # Runs only if reading yields to the event loop, which means it waited on the socket.
-        waited: list[bool] = []
-        turn = loop.call_soon(waited.append, True)
-        try:
-            raw = await anext(body)
-        except StopAsyncIteration:
-            return
-        finally:
-            turn.cancel()
+    async for raw in response.iter_bytes():
         if done:
             continue
         text, finished, done, failure = _parsed(events.feed(raw), response)
@@ -60,8 +82,8 @@ async def completion_deltas(
             yield text, finished  # what came before a bad chunk goes out, as it would have
         if failure is not None:
             raise failure
-        if waited and text and not (finished or done):
-            await asyncio.sleep(read_interval)
+        if text and not (finished or done) and len(raw) < BULK_READ_BYTES:
+            await ticker.wait()
 
 
 def _parsed(

@@ -15,8 +15,10 @@ moment (each answers extractively, `degraded`, with the reason):
 `stream` applies the same three limits and the same checks to a streamed completion
 (docs/http-api.md, "Streamed answers"): the client retries only before the first token,
 the deadline bounds the whole stream, and the grounding check runs on the finished text.
-The stream's body is read by app/llm/completion_stream.py, its text handed on at most
-once per READ_INTERVAL_SECONDS: a stream's CPU follows its events, not its tokens.
+The stream's body is read by app/llm/completion_stream.py, its text handed on once per
+tick of a clock all streams share (READ_INTERVAL_SECONDS): a stream's CPU follows its
+events, not its tokens. The client's HTTP goes through aiohttp (openai's own aiohttp
+transport), whose parser is C: httpx2's parses each token's chunk in Python.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import openai
 from openai import AsyncOpenAI
 
 from app.llm.breaker import BreakerState, CircuitBreaker
-from app.llm.completion_stream import READ_INTERVAL_SECONDS, completion_deltas
+from app.llm.completion_stream import Ticker, completion_deltas
 from app.llm.extractive import extractive_recommendation, replay
 from app.llm.grounding import cited_ids, unknown_references
 from app.llm.metrics import LLMOutcome, SkipReason, record_llm_outcome, record_llm_skipped
@@ -83,6 +85,8 @@ class OpenAIGenerator:
         self._in_flight = 0
         # Strong references: the event loop keeps only weak ones to running tasks.
         self._probes: set[asyncio.Task[Recommendation]] = set()
+        # The pace of every stream's reading (app/llm/completion_stream.py).
+        self._ticker = Ticker()
         # Streams whose reader left: cancelled, kept until their cleanup has run.
         self._abandoned: set[asyncio.Task[tuple[LLMOutcome, str]]] = set()
         self._client = AsyncOpenAI(
@@ -90,6 +94,9 @@ class OpenAIGenerator:
             base_url=base_url,
             timeout=timeout_seconds,
             max_retries=max_retries,
+            # aiohttp's parser is C; httpx2's own parses each token's chunk in Python
+            # (BENCHMARKS.md, "Streamed answers"). Its errors reach us as httpx2's.
+            http_client=openai.DefaultAioHttpClient(),
         )
 
     @property
@@ -120,12 +127,11 @@ class OpenAIGenerator:
         task = asyncio.create_task(self._ask_streamed(query, products, pieces.put_nowait))
         streamed = False
         try:
+            # The reader hands text on at most once per read interval, so this wakes (and
+            # the shopper gets an event) once per interval, not once per token.
             while (piece := await _joined(pieces)) is not None:
                 streamed = True
                 yield piece
-                # Text that comes meanwhile joins the next piece: one wake-up of the reader
-                # per interval, not per token; the end of the answer ends the pause.
-                await asyncio.wait({task}, timeout=READ_INTERVAL_SECONDS)
             outcome, text = await task
         finally:
             if not task.done():
@@ -270,7 +276,7 @@ class OpenAIGenerator:
         finished = False
         held = ""  # whitespace not sent yet: at the end it is stripped
         async with request as response:
-            async for piece, finish in completion_deltas(response):
+            async for piece, finish in completion_deltas(response, self._ticker):
                 finished = finished or finish
                 if not piece:
                     continue

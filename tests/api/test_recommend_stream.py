@@ -222,7 +222,12 @@ def test_a_failure_after_text_went_out_replaces_it_with_the_extractive_answer(
     replaced = metric_or_zero(client, "recommend_streams_total", end="replaced")
     streamed = stream(client)
     done = streamed.done
-    assert streamed.text == streamed_text
+    if reason == "connection_error":
+        # From the first token on; the last read interval's text may be lost with the
+        # connection (aiohttp drops what it had read but not handed on).
+        assert streamed.text and streamed_text.startswith(streamed.text)
+    else:
+        assert streamed.text == streamed_text
     assert (done["degraded"], done["degraded_reason"]) == (True, reason)
     assert (done["generator"], done["text_replaced"]) == ("extractive", True)
     assert done["message"].startswith("Top pick: ")

@@ -1,4 +1,5 @@
-"""The SSE reader of app/llm/completion_stream.py: the events of a body cut anywhere.
+"""The SSE reader of app/llm/completion_stream.py: the events of a body cut anywhere, and
+the ticker every stream's reads keep pace with.
 
 The reader over real HTTP (retries, a cut stream, a garbled chunk, the pace of its reads)
 is tested through `OpenAIGenerator.stream` in test_llm.py.
@@ -6,11 +7,12 @@ is tested through `OpenAIGenerator.stream` in test_llm.py.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
 
-from app.llm.completion_stream import _SSEData
+from app.llm.completion_stream import Ticker, _SSEData
 
 BODY = (
     b'data: {"a": 1}\n\n'
@@ -46,3 +48,47 @@ def test_a_body_read_byte_by_byte_gives_the_same_events() -> None:
 
 def test_an_event_without_its_blank_line_is_not_complete() -> None:
     assert read(b'data: {"a": 1}\n', []) == []
+
+
+def test_streams_that_pause_together_wake_in_one_turn_of_the_loop() -> None:
+    ticker = Ticker(interval=0.01)
+
+    async def run() -> list[str]:
+        order: list[str] = []
+
+        async def stream(name: str) -> None:
+            await ticker.wait()
+            order.append(name)
+            await asyncio.sleep(0)  # anything scheduled after the tick runs after all three
+            order.append(f"{name} again")
+
+        await asyncio.gather(stream("a"), stream("b"), stream("c"))
+        return order
+
+    assert asyncio.run(run()) == ["a", "b", "c", "a again", "b again", "c again"]
+
+
+def test_a_reader_that_left_does_not_stop_the_tick_for_the_others() -> None:
+    ticker = Ticker(interval=0.01)
+
+    async def run() -> bool:
+        left = asyncio.ensure_future(ticker.wait())
+        stays = asyncio.ensure_future(ticker.wait())
+        await asyncio.sleep(0)
+        left.cancel()
+        await stays
+        return left.cancelled()
+
+    assert asyncio.run(run())
+
+
+def test_a_new_event_loop_gets_its_own_tick() -> None:
+    ticker = Ticker(interval=0.01)
+
+    async def abandoned() -> None:
+        waiting = asyncio.ensure_future(ticker.wait())
+        await asyncio.sleep(0)
+        waiting.cancel()  # the loop ends with the tick still pending
+
+    asyncio.run(abandoned())
+    asyncio.run(asyncio.wait_for(ticker.wait(), timeout=5))
