@@ -36,11 +36,14 @@ ARG EXPORT_INT8=
 ENV MODEL_CACHE_DIR=/opt/models
 RUN pip install ${TORCH_INDEX_URL:+--extra-index-url $TORCH_INDEX_URL} ".[embed]"
 COPY app ./app
-RUN python -m app.embedding ${EXPORT_INT8:+--int8}
+# fp32 alone unless EXPORT_INT8: without it the export would follow the build host's CPU
+# (int8 where it has AVX2/VNNI/AMX), so the image would depend on where it was built.
+RUN EMBEDDING_ENCODER=onnx-fp32 python -m app.embedding ${EXPORT_INT8:+--int8}
 
 # The api target's Python packages, in a venv trimmed before it is copied (~100 MB): the
-# packages' own test suites removed, the Rust extensions' and pyarrow's symbol tables
-# stripped. Not the vendored `*.libs` (auditwheel-patched: stripped, they fail to load).
+# packages' own test suites removed, the extension modules' and pyarrow's symbol tables
+# stripped (uvloop's alone: 13.6 -> 1.6 MB). Not the vendored `*.libs` (auditwheel-patched:
+# stripped, they fail to load).
 FROM base AS packages
 RUN apt-get update && apt-get install -y --no-install-recommends binutils \
     && rm -rf /var/lib/apt/lists/*
@@ -48,8 +51,8 @@ RUN python -m venv --without-pip /opt/venv \
     && pip --python /opt/venv/bin/python install --no-compile . \
     && site=$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') \
     && find /opt/venv -type d -name tests -prune -exec rm -rf {} + \
-    && find "$site" -maxdepth 2 -type f \( -name '*.abi3.so' -o -path "$site/pyarrow/lib*.so*" \) \
-        -exec strip --strip-unneeded {} +
+    && find "$site" -type f \( -name '*.abi3.so' -o -name '*.cpython-*.so' \
+        -o -path "$site/pyarrow/lib*.so*" \) -not -path '*.libs/*' -exec strip --strip-unneeded {} +
 
 # The product rules' jar: a JDK and Maven here only. `package` runs the rules' unit tests.
 FROM python:3.11-slim AS rules
