@@ -42,7 +42,7 @@ RUN EMBEDDING_ENCODER=onnx-fp32 python -m app.embedding ${EXPORT_INT8:+--int8}
 
 # The api target's Python packages, in a venv trimmed before it is copied (~100 MB): the
 # packages' own test suites removed, the extension modules' and pyarrow's symbol tables
-# stripped (uvloop's alone: 13.6 -> 1.6 MB). Not the vendored `*.libs` (auditwheel-patched:
+# stripped (wheels ship most with theirs). Not the vendored `*.libs` (auditwheel-patched:
 # stripped, they fail to load).
 FROM base AS packages
 RUN apt-get update && apt-get install -y --no-install-recommends binutils \

@@ -7,8 +7,8 @@ and body then leave in two writes, and the second waits for the client's delayed
 +40 ms per request on a keep-alive connection (a trivial app measured 2.5 ms with one
 process, 44 ms with two). scripts/serve.sh runs uvicorn with `--http` set to this class.
 
-httptools (a C parser) rather than h11: with uvloop it takes ~15% off a streamed
-answer's CPU (BENCHMARKS.md, "Streamed answers").
+httptools (a C parser) rather than h11: a streamed answer sends an event per tick, and each
+costs less in C (BENCHMARKS.md, "Streamed answers").
 """
 
 from __future__ import annotations

@@ -17,8 +17,7 @@ moment (each answers extractively, `degraded`, with the reason):
 the deadline bounds the whole stream, and the grounding check runs on the finished text.
 The stream's body is read by app/llm/completion_stream.py, its text handed on once per
 tick of a clock all streams share (READ_INTERVAL_SECONDS): a stream's CPU follows its
-events, not its tokens. The client's HTTP goes through aiohttp (openai's own aiohttp
-transport), whose parser is C: httpx2's parses each token's chunk in Python.
+events, not its tokens.
 """
 
 from __future__ import annotations

@@ -130,9 +130,8 @@ def test_both_measures_agree_on_dense_when_the_top_100_holds_the_catalog(
 
     _, judgments, _ = trained
     judged = load_judgments(judgments)
-    # fp32: the int8 export quantizes activations per batch, so a chunk's vector depends on
-    # the texts it was embedded with (cosines move by up to ~0.01), and the two measures
-    # batch differently. Here four judged products lie within 0.02 of each other.
+    # fp32: int8 quantizes activations per batch, and the two measures batch differently;
+    # close judged products then swap places (docs/troubleshooting.md, "int8 vectors depend").
     settings = Settings(_env_file=None, embedding_encoder="onnx-fp32")
     embedder = embedder_for(settings)
     qids = [q.qid for q in judged.queries]

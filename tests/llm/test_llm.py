@@ -549,8 +549,7 @@ def test_a_garbled_chunk_after_the_first_tokens_ends_with_the_extractive_answer(
     answer_text = "I recommend AquaBeat Pro [id:12]."
     openai_stub.respond(Trickle(1000, Answer(answer_text), garbled_after=2, garbage=garbage))
     pieces, answer = stream(openai_stub, PRODUCTS)
-    # What came before the cut went out, from the first token on; aiohttp drops what it had
-    # read but not handed on yet when the connection breaks (the last read interval's).
+    # What came before the bad chunk went out, from the first token on.
     streamed = "".join(pieces)
     assert streamed and "I recommend".startswith(streamed)
     assert answer == extractive_recommendation(QUERY, PRODUCTS, reason=reason)
