@@ -45,7 +45,16 @@ class CachedEmbedder(Embedder):
 
     @classmethod
     def wrap(cls, embedder: Embedder, cache_dir: Path) -> CachedEmbedder:
-        cached = cls(embedder.model, embedder.model_id, embedder.batch_size, cache_dir=cache_dir)
+        # The wrapped engine's ONNX session too: without it `embed` falls back to torch, so
+        # vectors cached under an int8 model id would be torch's, at a fraction of the speed.
+        cached = cls(
+            embedder.model,
+            embedder.model_id,
+            embedder.batch_size,
+            embedder.onnx,
+            embedder.encoder,
+            cache_dir=cache_dir,
+        )
         if cached.path.exists():
             with np.load(cached.path) as data:
                 keys, matrix = data["keys"], data["vectors"]
