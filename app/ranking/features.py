@@ -44,6 +44,8 @@ FEATURES: tuple[str, ...] = (
     "price_outside",  # how far outside the query's price bounds, relative (0 inside)
     *PRODUCT_SIGNALS,
 )
+# The fused score's column: the learned order's starting point (app.ranking.model).
+FUSED = FEATURES.index("fused")
 
 NAN = float("nan")
 

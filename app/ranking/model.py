@@ -5,9 +5,11 @@ order), `features.json` (the feature names in column order; they must be
 `app.ranking.features.FEATURES`), `calibration.json` (score -> P(relevant),
 app.ranking.calibration) and, optionally, `classifier.txt` (a LightGBM binary booster
 whose output the calibration maps; without it the calibration maps the order's score) and
-`cut.json` (`min_probability`: the cut's threshold chosen by cross-validation). Candidates
-are re-ordered by the order's score (ties keep the retriever's order) and carry the
-calibrated probability, which the relevance cut reads.
+`cut.json` (`min_probability`: the cut's threshold chosen by cross-validation) and
+`order.json` (`prior_scale`: the order's score is the booster's plus this times the fused
+score, the starting point its trees were trained to correct; absent: the booster's alone).
+Candidates are re-ordered by the order's score (ties keep the retriever's order) and carry
+the calibrated probability, which the relevance cut reads.
 
 Why two boosters: a lambdarank score only orders one query's candidates (its scale moves
 from query to query), so a probability read off it cannot say "this product is not a
@@ -28,13 +30,13 @@ import numpy.typing as npt
 
 from app.learned import LearnedModelError, load_learned_model
 from app.ranking.calibration import Calibration
-from app.ranking.features import FEATURES, feature_matrix
+from app.ranking.features import FEATURES, FUSED, feature_matrix
 from app.store.base import ProductHit, SearchFilter
 
 logger = logging.getLogger(__name__)
 
 MODEL_FILE, FEATURES_FILE, CALIBRATION_FILE = "model.txt", "features.json", "calibration.json"
-CLASSIFIER_FILE, CUT_FILE = "classifier.txt", "cut.json"
+CLASSIFIER_FILE, CUT_FILE, ORDER_FILE = "classifier.txt", "cut.json", "order.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,7 @@ class Ranker:
         *,
         classifier: Any = None,
         min_probability: float | None = None,
+        prior_scale: float = 0.0,
     ) -> None:
         self._booster = booster
         self._classifier = classifier
@@ -62,6 +65,7 @@ class Ranker:
         self.folder = folder
         # The cut's cross-validated threshold (cut.json); None: the setting decides.
         self.min_probability = min_probability
+        self.prior_scale = prior_scale
 
     @classmethod
     def load(cls, folder: str | Path) -> Ranker:
@@ -85,6 +89,14 @@ class Ranker:
                 if (root / CUT_FILE).is_file()
                 else {}
             )
+            order = (
+                json.loads((root / ORDER_FILE).read_text(encoding="utf-8"))
+                if (root / ORDER_FILE).is_file()
+                else {}
+            )
+            if order.get("prior_feature", FEATURES[FUSED]) != FEATURES[FUSED]:
+                raise ValueError(f"order.json: a prior on {order['prior_feature']!r}")
+            prior_scale = float(order.get("prior_scale", 0.0))
             min_probability = cut.get("min_probability")
             if min_probability is not None and not 0 <= float(min_probability) <= 1:
                 raise ValueError(f"cut.json: min_probability {min_probability} not in [0, 1]")
@@ -103,11 +115,13 @@ class Ranker:
             root,
             classifier=classifier,
             min_probability=None if min_probability is None else float(min_probability),
+            prior_scale=prior_scale,
         )
 
     def scores(self, matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """The order's raw scores (higher first)."""
-        return _predict(self._booster, matrix)
+        raw = _predict(self._booster, matrix)
+        return raw + self.prior_scale * matrix[:, FUSED] if len(matrix) else raw
 
     def probabilities(
         self, matrix: npt.NDArray[np.float64], scores: npt.NDArray[np.float64] | None = None

@@ -26,7 +26,13 @@ from app.core.config import Settings
 from app.eval.data import load_products
 from app.eval.index import build_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
-from app.learn.ranker import CUT_RELEVANT_BUDGET, train_ranker
+from app.learn.ranker import (
+    CUT_RELEVANT_BUDGET,
+    PRIOR_SCALE,
+    ROUND_CHOICES,
+    choose_rounds,
+    train_ranker,
+)
 from app.learned import MANIFEST, LearnedModelError, load_learned_model
 from app.query import plan_filters
 from app.query.search import constrained_retrieve
@@ -233,6 +239,35 @@ def test_the_model_carries_the_cut_it_chose_by_cross_validation(
         uncut = constrained_retrieve(model_cut, topic, 10, plan, margin=math.inf).products
         kept = constrained_retrieve(model_cut, topic, 10, plan).products
         assert [p.id for p in kept] == [p.id for p in uncut if p.score >= cut["min_probability"]]
+
+
+def test_the_order_corrects_the_fusion_by_as_many_rounds_as_cross_validation_chose(
+    trained: tuple[Path, dict[str, Any]],
+) -> None:
+    """The saved order is PRIOR_SCALE x the fused score plus the chosen rounds of trees; on
+    this set, which the fusion cannot order, more than one round was worth it."""
+    out, report = trained
+    assert report["rounds"] in ROUND_CHOICES and report["rounds"] > ROUND_CHOICES[0]
+    means = report["rounds_out_of_fold"]
+    assert means[report["rounds"]] >= max(means.values()) - 0.0005
+    ranker = Ranker.load(out / "ranker")
+    assert ranker.prior_scale == PRIOR_SCALE
+    rows = np.zeros((2, len(FEATURES)))
+    rows[1, FEATURES.index("fused")] = 0.1  # nothing but the fused score differs
+    first, second = ranker.scores(rows)
+    assert second - first == pytest.approx(PRIOR_SCALE * 0.1)
+
+
+def test_rounds_that_do_not_beat_fewer_by_more_than_noise_are_not_chosen() -> None:
+    """Ties and near-ties go to fewer rounds: a set that cannot teach an order (a small
+    judged set) keeps the fusion's."""
+
+    def folds(*means: float) -> list[dict[str, Any]]:
+        return [{"ndcg_by_rounds": dict(zip(ROUND_CHOICES, means, strict=True))}]
+
+    assert choose_rounds(folds(0.85, 0.84, 0.83, 0.83, 0.82, 0.81)) == ROUND_CHOICES[0]
+    assert choose_rounds(folds(0.85, 0.8503, 0.8504, 0.84, 0.83, 0.82)) == ROUND_CHOICES[0]
+    assert choose_rounds(folds(0.70, 0.72, 0.75, 0.7502, 0.74, 0.73)) == 50
 
 
 def test_a_page_deeper_than_the_ranker_serves_keeps_the_fused_order_below_it(
