@@ -43,6 +43,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import statistics
 import sys
 import tempfile
@@ -440,11 +441,19 @@ def fit(
 
 
 def choose_rounds(per_fold: Sequence[dict[str, Any]]) -> int:
-    """The ROUND_CHOICES entry with the best mean out-of-fold nDCG; the fewer rounds of two
-    within 0.0005 (a difference no fold size here can tell from noise)."""
+    """The ROUND_CHOICES entry with the best mean out-of-fold nDCG among those whose gain
+    over the fewest rounds, paired by fold, exceeds its own standard error; else the fewest
+    (the fusion's order). A mean alone picks noise on a small set: on CrowdFlower 50 rounds
+    beat 1 by 0.001 across folds 1-4 and lost 0.008 on the held-out fold."""
+    first = ROUND_CHOICES[0]
     mean = {n: statistics.fmean(p["ndcg_by_rounds"][n] for p in per_fold) for n in ROUND_CHOICES}
-    best = max(mean.values())
-    return min(n for n, v in mean.items() if v >= best - 0.0005)
+    trusted = [first]
+    for n in ROUND_CHOICES[1:]:
+        gains = [p["ndcg_by_rounds"][n] - p["ndcg_by_rounds"][first] for p in per_fold]
+        spread = statistics.stdev(gains) / len(gains) ** 0.5 if len(gains) > 1 else math.inf
+        if statistics.fmean(gains) > spread:
+            trusted.append(n)
+    return max(trusted, key=lambda n: (mean[n], -n))
 
 
 @dataclass(frozen=True, slots=True)
