@@ -83,11 +83,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-hard-negatives", action="store_true", help="in-batch negatives only")
     p.add_argument(
-        "--graded",
-        action="store_true",
-        help="also learn the order of each query's judged grades (CoSENT), a step after each",
-    )
-    p.add_argument(
         "--threads",
         type=int,
         default=0,
@@ -114,7 +109,6 @@ def _encoder_settings(args: argparse.Namespace) -> EncoderSettings:
         max_seq_length=args.max_seq_length,
         max_steps=args.max_steps,
         seed=args.seed,
-        graded=args.graded,
     )
 
 

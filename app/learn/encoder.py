@@ -9,13 +9,6 @@ at <= `negative_share` (Home Depot 0..2: >= 1.67 and <= 0.67; CrowdFlower 0..3: 
 Unjudged products are never used as negatives: Home Depot judges ~6 of 54,667 products per
 query, so an unjudged top candidate is as likely a missed match as a wrong one.
 
-With `graded`, every other step is a CoSENT step instead (sentence-transformers'
-CoSENTLoss): a batch of whole training queries with every product judged for them, and the
-loss wants a pair's cosine above another's wherever its grade is. MultipleNegativesRanking
-only reads the two ends of the scale; what the nDCG over a query's judged products measures
-is mostly the order of the middle (Home Depot: 11,000 of 30,000 judgments are 1.0-1.33 on
-0..2), which only the grades teach.
-
 A product is embedded as the sync embeds it: its first chunk's text (name, then the start of
 the description). The loop is a plain torch loop over the loss module (sentence-transformers'
 Trainer needs `datasets` and `accelerate`, which the service does not ship), seeded, logging
@@ -64,9 +57,6 @@ class EncoderSettings:
     max_seq_length: int = 128
     max_steps: int = 0  # 0: every batch of every epoch
     seed: int = 13
-    # A CoSENT batch of whole queries' judged pairs after each ranking batch (as many of
-    # them as there are ranking batches, at most: the time budget).
-    graded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,46 +138,6 @@ def batches(items: list[Example], size: int, rng: random.Random) -> list[list[Ex
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class GradedPair:
-    query: str
-    product: str
-    score: float  # the grade / the set's top grade
-
-
-def graded_batches(
-    judgments: Judgments,
-    train_qids: set[str],
-    product_text: dict[int, str],
-    size: int,
-    rng: random.Random,
-) -> list[list[GradedPair]]:
-    """Batches of whole training queries, each with every product judged for it (a query's
-    grades are compared with each other, not only across queries), shuffled by query."""
-    top = judgments.top_grade
-    groups = [
-        [
-            GradedPair(q.query, product_text[p], g / top)
-            for p, g in sorted(judgments.qrels[q.qid].items())
-            if p in product_text
-        ]
-        for q in judgments.queries
-        if q.qid in train_qids
-    ]
-    groups = [g for g in groups if len({p.score for p in g}) > 1]  # one grade teaches nothing
-    rng.shuffle(groups)
-    out: list[list[GradedPair]] = []
-    batch: list[GradedPair] = []
-    for group in groups:
-        if batch and len(batch) + len(group) > size:
-            out.append(batch)
-            batch = []
-        batch += group[:size]
-    if batch:
-        out.append(batch)
-    return out
-
-
 def first_chunk_texts(products: Iterable[Any], chunker: ProductChunker) -> dict[int, str]:
     """product id -> the text of its first chunk, as the sync embeds it."""
     return {p.id: chunker.chunk(p)[0].text for p in products}
@@ -205,10 +155,7 @@ def train_encoder(
     exports (fp32, int8) in `out_dir/onnx`, named as the service's export cache names them."""
     import torch
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.losses import (
-        CoSENTLoss,
-        MultipleNegativesRankingLoss,
-    )
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from transformers import get_linear_schedule_with_warmup
 
     random.seed(settings.seed)
@@ -220,64 +167,41 @@ def train_encoder(
     plan = [b for _ in range(settings.epochs) for b in batches(items, settings.batch_size, rng)]
     if settings.max_steps:
         plan = plan[: settings.max_steps]
-    graded = (
-        graded_batches(judgments, train_qids, product_text, settings.batch_size, rng)[: len(plan)]
-        if settings.graded
-        else []
-    )
-    steps: list[list[Example] | list[GradedPair]] = []
-    for n, batch in enumerate(plan):
-        steps += [batch, graded[n]] if n < len(graded) else [batch]
     model = SentenceTransformer(base_path, device="cpu")
     full_length = int(model.max_seq_length or 256)
     model.max_seq_length = min(settings.max_seq_length, full_length)
     loss = MultipleNegativesRankingLoss(model, scale=settings.scale)
-    cosent = CoSENTLoss(model, scale=settings.scale)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
     schedule = get_linear_schedule_with_warmup(
-        optimizer, int(settings.warmup_share * len(steps)), len(steps)
+        optimizer, int(settings.warmup_share * len(plan)), len(plan)
     )
     triplets = sum(1 for e in items if e.negative is not None)
     used = sum(len(b) for b in plan)
-    graded_pairs = sum(len(b) for b in graded)
     logger.info(
-        "encoder: %d pairs (%d with a hard negative) from %d queries; %d in %d steps of <= %d"
-        "; %d graded pairs in %d steps",
+        "encoder: %d pairs (%d with a hard negative) from %d queries; %d in %d steps of <= %d",
         len(items),
         triplets,
         len(train_qids),
         used,
         len(plan),
         settings.batch_size,
-        graded_pairs,
-        len(graded),
     )
     started = time.monotonic()
-    progress = Progress(logger, "encoder training (steps)", len(steps), every_s=15.0)
+    progress = Progress(logger, "encoder training (steps)", len(plan), every_s=15.0)
     losses: list[float] = []
     model.train()
-    for step in steps:
-        if isinstance(step[0], GradedPair):
-            pairs = [p for p in step if isinstance(p, GradedPair)]
-            features = [
-                model.preprocess([p.query for p in pairs]),
-                model.preprocess([p.product for p in pairs]),
-            ]
-            value = cosent(features, torch.tensor([p.score for p in pairs]))
-            value.backward()
-        else:
-            ranked = [e for e in step if isinstance(e, Example)]
-            columns = [[e.query for e in ranked], [e.positive for e in ranked]]
-            if ranked[0].negative is not None:
-                columns.append([e.negative or "" for e in ranked])
-            features = [model.preprocess(column) for column in columns]
-            value = loss(features, None)
-            value.backward()
-            losses.append(float(value.detach()))
+    for batch in plan:
+        columns = [[e.query for e in batch], [e.positive for e in batch]]
+        if batch[0].negative is not None:
+            columns.append([e.negative or "" for e in batch])
+        features = [model.preprocess(column) for column in columns]
+        value = loss(features, None)
+        value.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
+        losses.append(float(value.detach()))
         progress.advance(1)
     model.eval()
     model.max_seq_length = full_length
@@ -295,9 +219,7 @@ def train_encoder(
         "pairs_with_hard_negative": triplets,
         "pairs_trained": used,
         "training_queries": len(train_qids),
-        "steps": len(steps),
-        "graded_pairs_trained": graded_pairs,
-        "graded_steps": len(graded),
+        "steps": len(plan),
         "train_seconds": round(seconds, 1),
         "loss_first": round(losses[0], 4),
         "loss_last_tenth": round(sum(tail) / len(tail), 4),

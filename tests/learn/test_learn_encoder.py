@@ -7,7 +7,6 @@ The real model is fine-tuned (a few steps on CPU); no dev data is read.
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from app.core.config import Settings
 from app.embedding.learned import encoder_embedder
 from app.eval.folds import fold_of
 from app.learn.__main__ import main
-from app.learn.encoder import EncoderSettings, examples, graded_batches
+from app.learn.encoder import EncoderSettings, examples
 from app.learn.heldout import score_judged, score_queries
 from app.learn.judgments import Folds, load_judgments
 from app.learned import load_learned_model
@@ -170,31 +169,3 @@ def test_the_ranker_over_the_fine_tune_and_the_eval_use_its_vectors(
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         [f"all-MiniLM-L6-v2{suffix}.npz", f"{encoder_id}{suffix}.npz"]
     )
-
-
-def test_graded_batches_hold_whole_queries_with_more_than_one_grade(tmp_path: Path) -> None:
-    judgments = load_judgments(write_tiny_judgments(tmp_path / "judged"))
-    qids = {q.qid for q in judgments.queries}
-    texts = {p.id: p.name for p in judgments.products}
-    got = graded_batches(judgments, qids, texts, 16, random.Random(0))
-    pairs = [p for b in got for p in b]
-    # Every judgment of every query (each has more than one grade), once.
-    assert len(pairs) == sum(len(g) for g in judgments.qrels.values())
-    assert all(len(b) <= 16 for b in got)
-    for batch in got:
-        for query in {p.query for p in batch}:
-            wanted = next(q.qid for q in judgments.queries if q.query == query)
-            assert sum(p.query == query for p in batch) == len(judgments.qrels[wanted])
-    grades = {g for q in judgments.qrels.values() for g in q.values()}
-    assert {p.score for p in pairs} == {g / judgments.top_grade for g in grades}
-
-
-def test_a_graded_fine_tune_runs_both_losses_and_records_them(tmp_path: Path) -> None:
-    judgments = write_tiny_judgments(tmp_path / "judged")
-    out = tmp_path / "graded"
-    argv = ["--judgments", str(judgments), "--out", str(out), "--cache-dir", str(tmp_path / "c")]
-    assert main([*argv, *ARGS, "--graded", "--measure", "judged"]) == 0
-    encoder = json.loads((out / "manifest.json").read_text())["encoder"]
-    assert encoder["settings"]["graded"] is True
-    assert encoder["graded_steps"] == 4 and encoder["steps"] == 8
-    assert encoder["graded_pairs_trained"] > 0
