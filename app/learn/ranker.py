@@ -17,8 +17,8 @@ candidates and the cut needs a probability that means the same for every query.
 The order starts from the fusion: each candidate's starting score is PRIOR_SCALE x its fused
 score and the trees learn corrections to it, as many rounds of them as cross-validation
 chooses among ROUND_CHOICES. A set too small to teach an order (CrowdFlower's 98 queries,
-where a ranker trained from scratch lost 0.015 to the fusion out of fold) then keeps the
-fusion's order instead of an overfitted one.
+where a ranker trained from scratch lost to the fusion out of fold: BENCHMARKS.md,
+"Learning") then keeps the fusion's order instead of an overfitted one.
 
 Folds: a query's fold is a hash of its qid (`app.eval.folds`). Each fold's models are
 trained on the other folds and score its own; the manifest reports each fold's held-out
@@ -85,6 +85,7 @@ from app.ranking.model import (
     FEATURES_FILE,
     MODEL_FILE,
     ORDER_FILE,
+    prior,
 )
 from app.retrieval import Retriever
 from app.sync.progress import Progress
@@ -210,21 +211,17 @@ def train_booster(
         "min_data_in_leaf": min(PARAMS["min_data_in_leaf"], max(len(y) // 50, 2)),
     }
     data = lgb.Dataset(
-        x, label=labels, group=groups, init_score=prior(x), feature_name=list(FEATURES)
+        x, label=labels, group=groups, init_score=prior(x, PRIOR_SCALE), feature_name=list(FEATURES)
     )
     return lgb.train(params, data, num_boost_round=rounds)
-
-
-def prior(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """The order's starting scores: the fusion's, scaled."""
-    return PRIOR_SCALE * x[:, FUSED]
 
 
 def order_scores(booster: Any, x: npt.NDArray[np.float64], rounds: int) -> Any:
     """The order's scores after `rounds` of the booster's corrections (as Ranker.scores)."""
     if not len(x):
         return np.zeros(0)
-    return np.asarray(booster.predict(x, num_iteration=rounds), dtype=np.float64) + prior(x)
+    corrections = np.asarray(booster.predict(x, num_iteration=rounds), dtype=np.float64)
+    return corrections + prior(x, PRIOR_SCALE)
 
 
 def train_classifier(rows: Sequence[QueryRows], relevant: float, seed: int) -> Any:
@@ -443,8 +440,8 @@ def fit(
 def choose_rounds(per_fold: Sequence[dict[str, Any]]) -> int:
     """The ROUND_CHOICES entry with the best mean out-of-fold nDCG among those whose gain
     over the fewest rounds, paired by fold, exceeds its own standard error; else the fewest
-    (the fusion's order). A mean alone picks noise on a small set: on CrowdFlower 50 rounds
-    beat 1 by 0.001 across folds 1-4 and lost 0.008 on the held-out fold."""
+    (the fusion's order). A mean alone picks noise on a small set: on CrowdFlower the best
+    mean across folds 1-4 lost to one round on the held-out fold."""
     first = ROUND_CHOICES[0]
     mean = {n: statistics.fmean(p["ndcg_by_rounds"][n] for p in per_fold) for n in ROUND_CHOICES}
     trusted = [first]

@@ -120,8 +120,7 @@ class Ranker:
 
     def scores(self, matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """The order's raw scores (higher first)."""
-        raw = _predict(self._booster, matrix)
-        return raw + self.prior_scale * matrix[:, FUSED] if len(matrix) else raw
+        return _predict(self._booster, matrix) + prior(matrix, self.prior_scale)
 
     def probabilities(
         self, matrix: npt.NDArray[np.float64], scores: npt.NDArray[np.float64] | None = None
@@ -147,6 +146,11 @@ class Ranker:
         n = len(hits) if reorder is None else min(reorder, len(hits))
         order = [*np.argsort(-raw[:n], kind="stable").tolist(), *range(n, len(hits))]
         return [RankedHit(hits[i], float(raw[i]), float(probability[i])) for i in order]
+
+
+def prior(matrix: npt.NDArray[np.float64], scale: float) -> npt.NDArray[np.float64]:
+    """The order's starting scores, which the booster's trees correct: the fused, scaled."""
+    return scale * matrix[:, FUSED]
 
 
 def _predict(booster: Any, matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
