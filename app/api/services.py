@@ -34,6 +34,7 @@ from app.llm import Generator, OpenAIGenerator, build_generator
 from app.llm.metrics import LLMStateCollector
 from app.metrics import sync_registry
 from app.query import QueryUnderstanding, build_query_understanding
+from app.query.spelling import dictionary_words
 from app.ranking import ranker_for
 from app.retrieval import Retriever
 from app.retrieval.retriever import QueryEncoder
@@ -122,9 +123,8 @@ class Services:
         old, self.upcoming = self.index, None
         self.index, self.retriever = new, new.retriever
         self.store, self.embedder, self.engine = engine.store, engine.embedder, engine
-        for vocabulary in (self.understanding.vocabulary, self.understanding.brands):
-            if vocabulary is not None:
-                vocabulary.store = engine.store
+        for view in self.understanding.views():
+            view.store = engine.store
         if not old.wait_unused(SWITCH_DRAIN_SECONDS):
             logger.warning(
                 "requests still read the index of %s after %.0fs; closing it anyway",
@@ -219,7 +219,9 @@ def build_services(settings: Settings) -> Services:
         embedder=embedder,
         engine=engine,
         retriever=index.retriever,
-        understanding=build_query_understanding(settings, store),
+        understanding=build_query_understanding(
+            settings, store, dictionary_words(embedder.tokenizer().get_vocab())
+        ),
         generator=generator,
         runner=runner,
         metrics_registry=registry,

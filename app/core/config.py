@@ -152,6 +152,9 @@ class Settings(BaseSettings):
     # How often the catalog's category list is re-read (the engine's facet: milliseconds,
     # off the request path), so a new category is heard within a sync interval or so.
     category_refresh_seconds: float = Field(30.0, ge=1)
+    # Mend misspelt words against the catalog's own product-name words ("cieling fan" ->
+    # "ceiling fan"; app/query/spelling.py). Off: queries are searched as typed.
+    query_spelling: bool = True
     # Currency the catalog's prices are in (labels only: stated amounts are not converted).
     catalog_currency: str = "USD"
 

@@ -59,6 +59,7 @@ from app.eval.runner import EvalReport, evaluate
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
 from app.learned import LearnedModelError, load_learned_model
 from app.query.category import CategoryVocabulary
+from app.query.spelling import read_speller
 from app.ranking import Ranker, ranker_for
 from app.retrieval import Retriever
 from app.store import StoreError, VectorStore
@@ -250,8 +251,19 @@ def main(argv: list[str] | None = None) -> int:
             )
             report = evaluate(queries, qrels, rankings, k=args.k, depth=args.depth)
             categories = CategoryVocabulary(store, refresh_seconds=3600).get()
+            speller = (
+                read_speller(store, embedder.tokenizer().get_vocab())
+                if settings.query_spelling
+                else None
+            )
             recommend = evaluate_recommend(
-                queries, qrels, rankings["service"], categories, k=args.k, depth=args.depth
+                queries,
+                qrels,
+                rankings["service"],
+                categories,
+                k=args.k,
+                depth=args.depth,
+                speller=speller,
             )
             constraint_lines = (
                 report_constraints(

@@ -25,6 +25,7 @@ from app.eval.data import EvalQuery
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.query import OfflineQueryParser, plan_filters
 from app.query.search import constrained_retrieve
+from app.query.spelling import Speller
 from app.retrieval import Retriever
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ def evaluate_recommend(
     *,
     k: int = 10,
     depth: int = 100,
+    speller: Speller | None = None,
 ) -> RecommendReport:
     """Condensed nDCG@k of the `/recommend` ranking (cut off) and the cut's effect."""
     report = RecommendReport(k=k, depth=depth)
@@ -98,7 +100,7 @@ def evaluate_recommend(
     started = time.perf_counter()
     judged = [(q, qrels[q.qid]) for q in queries if qrels.get(q.qid)]
     for n, (q, grades) in enumerate(judged, start=1):
-        parsed = parser.parse(q.query, categories)
+        parsed = parser.parse(q.query, categories, speller)
         plan = plan_filters(parsed, None)
         text = parsed.search_text
         ranked = constrained_retrieve(retriever, text, depth, plan, margin=math.inf).products

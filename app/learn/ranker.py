@@ -76,6 +76,7 @@ from app.learn.encoder import weights_id
 from app.learned import MANIFEST, MANIFEST_FORMAT
 from app.query import OfflineQueryParser, plan_filters
 from app.query.category import CategoryVocabulary
+from app.query.spelling import Speller, read_speller
 from app.ranking.calibration import Calibration, fit_isotonic
 from app.ranking.features import FEATURES, FUSED, feature_matrix
 from app.ranking.model import (
@@ -158,14 +159,16 @@ def collect(
     categories: Sequence[str],
     folds: int,
     serving: int = 30,
+    speller: Speller | None = None,
 ) -> list[QueryRows]:
     """Candidates and features per judged query, through the service's own search path
-    (`serving`: RANKER_CANDIDATES, the candidates the service re-orders per request)."""
+    (`serving`: RANKER_CANDIDATES, the candidates the service re-orders per request;
+    `speller`: the service's, QUERY_SPELLING)."""
     parser = OfflineQueryParser()
     out = []
     progress = Progress(logger, "ranker candidates", len(queries))
     for qid, text in queries:
-        parsed = parser.parse(text, categories)
+        parsed = parser.parse(text, categories, speller)
         plan = plan_filters(parsed, None)
         flt = None if plan.search_filter.is_empty else plan.search_filter
         hits = retriever.candidates(parsed.search_text, CANDIDATE_DEPTH, flt)
@@ -537,8 +540,19 @@ def train_ranker(
                 store,
                 base.model_copy(update={"retrieval_mode": "hybrid", "fusion": "relevance"}),
             )
+            speller = (
+                read_speller(store, embedder.tokenizer().get_vocab())
+                if base.query_spelling
+                else None
+            )
             rows = collect(
-                retriever, queries, qrels, categories, folds, serving=base.ranker_candidates
+                retriever,
+                queries,
+                qrels,
+                categories,
+                folds,
+                serving=base.ranker_candidates,
+                speller=speller,
             )
         finally:
             embedder.save()

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
 from collections.abc import Iterable
 
 from app.query.phrasebook import Phrasebook
+from app.query.store_view import StoreView
 from app.query.types import Constraint
-from app.store import StoreError, VectorStore
+from app.store import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -73,80 +72,21 @@ class CategoryMatcher:
 
 # Far above any catalog's category count; a larger vocabulary keeps the most frequent.
 MAX_CATEGORIES = 10_000
-# A failed read is no answer: tried again this soon, not a whole refresh interval later.
-RETRY_FAILED_READ_SECONDS = 10.0
 
 
-class CategoryVocabulary:
+class CategoryVocabulary(StoreView[frozenset[str]]):
     """The distinct categories in the store, re-read every `refresh_seconds` (`FIELD`: a
     subclass reads another indexed keyword field the same way, e.g. BrandVocabulary).
 
     Read with the store's facet over the indexed `category` field (`keyword_counts`): the
     engine counts from its payload index without reading a point (milliseconds, where the
-    scroll it replaces read every chunk). It is the store's own answer, so API replicas and
-    a restarted process read the same list, and no count has to be kept in step with the
-    sync's writes. Every answer is kept for `refresh_seconds`, an empty one too: a catalog
-    without categories has none, and reading it again on every call made every request
-    scroll the store (issue 26). Only the first read blocks a caller; refreshes run in a
-    background thread while callers keep the last list. A failed read keeps the last list
-    (none yet: no categories) and is retried after RETRY_FAILED_READ_SECONDS.
+    scroll it replaces read every chunk). How it is kept and refreshed: app.query.store_view.
     """
 
     FIELD = "category"
 
-    def __init__(self, store: VectorStore, refresh_seconds: float) -> None:
-        self.store = store
-        self.refresh_seconds = refresh_seconds
-        self._lock = threading.Lock()
-        self._categories: frozenset[str] | None = None  # None until the first read
-        self._due = 0.0  # monotonic time of the next read
-        self._refreshing = False
-
-    def get(self) -> frozenset[str]:
-        """The categories (the first call blocks on a store read: call off the event loop)."""
-        with self._lock:
-            if self._categories is None:
-                return self._keep(self._read())
-            self._schedule_refresh_if_due()
-            return self._categories
-
-    def peek(self) -> frozenset[str] | None:
-        """The categories without blocking (safe on the event loop): None until the first
-        read is done, or while another thread holds the lock; schedules a due refresh."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            if self._categories is None:
-                return None
-            self._schedule_refresh_if_due()
-            return self._categories
-        finally:
-            self._lock.release()
-
-    def _schedule_refresh_if_due(self) -> None:
-        if time.monotonic() >= self._due and not self._refreshing:
-            self._refreshing = True
-            threading.Thread(target=self._refresh, name="category-refresh", daemon=True).start()
-
-    def _refresh(self) -> None:
-        found: frozenset[str] | None = None
-        try:
-            found = self._read()  # outside the lock: callers keep the last list meanwhile
-        finally:
-            with self._lock:
-                self._keep(found)
-                self._refreshing = False
-
-    def _keep(self, found: frozenset[str] | None) -> frozenset[str]:
-        """Store a read's answer (None: the read failed) and when to read next."""
-        if found is None:
-            self._categories = self._categories or frozenset()
-            self._due = time.monotonic() + min(self.refresh_seconds, RETRY_FAILED_READ_SECONDS)
-        else:
-            self._categories = found
-            self._due = time.monotonic() + self.refresh_seconds
-            logger.debug("catalog %s values: %s", self.FIELD, sorted(found))
-        return self._categories
+    def _empty(self) -> frozenset[str]:
+        return frozenset()
 
     def _read(self) -> frozenset[str] | None:
         """The store's categories, or None when the read failed."""
@@ -161,7 +101,9 @@ class CategoryVocabulary:
             logger.warning(
                 "over %d %s values: only the most frequent are heard", MAX_CATEGORIES, self.FIELD
             )
-        return frozenset(name.strip() for name in counts if name.strip())
+        found = frozenset(name.strip() for name in counts if name.strip())
+        logger.debug("catalog %s values: %s", self.FIELD, sorted(found))
+        return found
 
 
 class BrandVocabulary(CategoryVocabulary):

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from app.query.category import CategoryMatcher
 from app.query.phrasebook import Phrasebook, alternation, load_phrasebook
 from app.query.price import PriceParser, price_constraints
+from app.query.spelling import Speller
 from app.query.types import Constraint, ParsedQuery
 
 # Left dangling at the edges once a budget phrase is cut out ("headphones with", "for").
@@ -27,12 +28,15 @@ class OfflineQueryParser:
             rf"(?<![\w-])(?:{alternation(self.book.soft_popular)})(?![\w-])", re.I
         )
 
-    def parse(self, query: str, categories: Iterable[str] = ()) -> ParsedQuery:
+    def parse(
+        self, query: str, categories: Iterable[str] = (), speller: Speller | None = None
+    ) -> ParsedQuery:
         """Split `query` into a search text and the constraints it states.
 
         Args:
             query: the shopper's words.
             categories: the catalog's categories (a category is only heard if it is one).
+            speller: mends the search text's misspelt words (app.query.spelling).
         """
         matches = self.prices.find(query)
         constraints = price_constraints(query, matches)
@@ -52,7 +56,10 @@ class OfflineQueryParser:
         category = self.categories.find(query, categories)
         if category is not None:
             constraints.append(category)
-        return ParsedQuery(query, search_text(query, cut), tuple(constraints), "offline")
+        text = search_text(query, cut)
+        if speller is not None:
+            text = speller.correct(text)
+        return ParsedQuery(query, text, tuple(constraints), "offline")
 
 
 def search_text(query: str, cut: list[tuple[int, int]]) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
+from typing import Any
 
 from app.core.config import Settings
 from app.query.category import BrandVocabulary, CategoryVocabulary
@@ -12,6 +14,8 @@ from app.query.llm import LLMQueryParser
 from app.query.metrics import record_parse
 from app.query.offline import OfflineQueryParser
 from app.query.phrasebook import load_phrasebook
+from app.query.spelling import CatalogWords
+from app.query.store_view import StoreView
 from app.query.turn import ConversationState, Turn
 from app.query.types import ParsedQuery
 from app.store import VectorStore
@@ -26,6 +30,8 @@ class QueryUnderstanding:
     llm: the optional model parse (QUERY_PARSER=llm).
     currency_symbol: the catalog's, for the labels of the filters applied.
     brands: the catalog's brands, for follow-ups that name one ("not Samsung").
+    words: the catalog's words, to mend misspellings (None: QUERY_SPELLING=false). No
+        request waits for them: until the first read is done, queries go as typed.
     """
 
     def __init__(
@@ -35,12 +41,14 @@ class QueryUnderstanding:
         llm: LLMQueryParser | None = None,
         currency_symbol: str = "$",
         brands: CategoryVocabulary | None = None,
+        words: CatalogWords | None = None,
     ) -> None:
         self.vocabulary = vocabulary
         self.offline = offline
         self.llm = llm
         self.currency_symbol = currency_symbol
         self.brands = brands
+        self.words = words
         self.followups = FollowUpReader(offline.book)
 
     async def parse(self, query: str) -> ParsedQuery:
@@ -49,7 +57,8 @@ class QueryUnderstanding:
         categories = self.vocabulary.peek()
         if categories is None:
             categories = await asyncio.to_thread(self.vocabulary.get)
-        parsed = self.offline.parse(query, categories)
+        speller = self.words.warm() if self.words is not None else None
+        parsed = self.offline.parse(query, categories, speller)
         if self.llm is None:
             record_parse("offline")
             return parsed
@@ -67,6 +76,10 @@ class QueryUnderstanding:
         brands = await _vocabulary(self.brands) if self.brands is not None else frozenset()
         return self.followups.read(parsed, state, brands, categories)
 
+    def views(self) -> list[StoreView[Any]]:
+        """What it reads from the store (a model switch points them at the new index)."""
+        return [v for v in (self.vocabulary, self.brands, self.words) if v is not None]
+
     async def aclose(self) -> None:
         if self.llm is not None:
             await self.llm.aclose()
@@ -78,7 +91,13 @@ async def _vocabulary(vocabulary: CategoryVocabulary) -> frozenset[str]:
     return found if found is not None else await asyncio.to_thread(vocabulary.get)
 
 
-def build_query_understanding(settings: Settings, store: VectorStore) -> QueryUnderstanding:
+def build_query_understanding(
+    settings: Settings, store: VectorStore, dictionary: Collection[str] = ()
+) -> QueryUnderstanding:
+    """Args:
+    dictionary: words that are words though the catalog lacks them (the encoder's
+        whole-word vocabulary, `dictionary_words`): never mended.
+    """
     book = load_phrasebook()
     symbol = book.currency_display.get(settings.catalog_currency, f"{settings.catalog_currency} ")
     llm = None
@@ -94,10 +113,14 @@ def build_query_understanding(settings: Settings, store: VectorStore) -> QueryUn
             )
         else:
             logger.warning("QUERY_PARSER=llm needs OPENAI_API_KEY; parsing queries offline")
+    words = CatalogWords(store, dictionary) if settings.query_spelling else None
+    if words is not None:
+        words.warm()  # the first read starts now, in the background, not at the first query
     return QueryUnderstanding(
         CategoryVocabulary(store, settings.category_refresh_seconds),
         OfflineQueryParser(book),
         llm,
         symbol,
         BrandVocabulary(store, settings.category_refresh_seconds),
+        words,
     )

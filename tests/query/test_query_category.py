@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from app.core.config import Settings
-from app.query import category as category_module
+from app.query import store_view as store_view_module
 from app.query.category import CategoryVocabulary
 from app.store import ChunkPoint, StoreError, VectorStore, open_store
 from tests.synctools import wait_for
@@ -68,7 +68,7 @@ def test_an_empty_vocabulary_is_an_answer_kept_until_the_refresh(
 def test_a_failed_read_keeps_the_last_list_and_is_retried_soon(
     store: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(category_module, "RETRY_FAILED_READ_SECONDS", 0.2)
+    monkeypatch.setattr(store_view_module, "RETRY_FAILED_READ_SECONDS", 0.2)
     reads = count_reads(store, monkeypatch)
     vocabulary = CategoryVocabulary(store, refresh_seconds=3600)
     # No collection yet (an API replica before the first sync): a StoreError is no answer,
