@@ -7,7 +7,9 @@ and the dense branch only sometimes guesses. A word the catalog never uses is re
   swapped: "cieling" -> "ceiling"), or else
 - two catalog words it runs together ("topsealer" -> "top sealer"), or else
 - in words of TWO_EDITS_FROM letters or more, the catalog word two edits away
-  ("miricale" -> "miracle"), the most frequent among equals.
+  ("miricale" -> "miracle"), the most frequent among equals;
+and two typed words the names write as one more often than as two are joined ("de walt"
+-> "dewalt", "deck over" -> "deckover").
 
 Only words the catalog lacks are touched, so a correct query is never changed; words with
 digits (model numbers, sizes), short words and words the encoder knows whole are left
@@ -18,6 +20,7 @@ typo in a title is not a target. The words come from the product names in the st
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import time
@@ -50,10 +53,13 @@ MAX_EDITS = 2
 
 
 def catalog_word_counts(texts: Iterable[str]) -> Counter[str]:
-    """How many of `texts` use each lowercase word (once per text)."""
+    """How many of `texts` use each lowercase word, and each pair of adjacent words (keyed
+    "a b"; a word has no space, so the two never collide), once per text."""
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update(set(_WORD.findall(text.lower())))
+        words = _WORD.findall(text.lower())
+        counts.update(set(words))
+        counts.update({f"{a} {b}" for a, b in itertools.pairwise(words)})
     return counts
 
 
@@ -111,7 +117,7 @@ class Speller:
         self.dictionary = dictionary
         self._index: dict[str, list[str]] = {}
         for word in counts:
-            if len(word) >= MIN_LENGTH and self.weight(word) >= MIN_COUNT:
+            if len(word) >= MIN_LENGTH and " " not in word and self.weight(word) >= MIN_COUNT:
                 for variant in _deletions(word, MAX_EDITS):
                     self._index.setdefault(variant, []).append(word)
 
@@ -163,7 +169,28 @@ class Speller:
             fixed = self.word(typed.lower())
             return typed if fixed == typed.lower() else fixed
 
-        return _TYPED.sub(mend, text)
+        return self._joined(_TYPED.sub(mend, text))
+
+    def _joined(self, text: str) -> str:
+        """Two typed words the catalog writes as one, joined: "de walt" -> "dewalt", "deck
+        over" -> "deckover", where more names use the one word than the two."""
+        parts = re.split(r"(\s+)", text)  # words at even places, the spaces between them
+        out = [parts[0]]
+        for space, word in zip(parts[1::2], parts[2::2], strict=True):
+            last = out[-1]
+            joined = (last + word).lower()
+            if (
+                last.isalpha()
+                and word.isalpha()
+                and last.isascii()
+                and word.isascii()
+                and self.counts.get(joined, 0) >= MIN_COUNT
+                and self.counts[joined] > self.counts.get(f"{last.lower()} {word.lower()}", 0)
+            ):
+                out[-1] = joined
+            else:
+                out += [space, word]
+        return "".join(out)
 
 
 def dictionary_words(vocabulary: Iterable[str]) -> frozenset[str]:
@@ -206,14 +233,14 @@ class CatalogWords(StoreView[Speller]):
         except StoreError as e:
             logger.warning("could not read the catalog's words (keeping the last): %s", e)
             return None
-        counts = catalog_word_counts(names.values())
+        speller = Speller(catalog_word_counts(names.values()), self.dictionary)
         logger.info(
-            "catalog words: %d from %d product names in %.1fs",
-            len(counts),
+            "catalog words and word pairs: %d from %d product names in %.1fs",
+            len(speller.counts),
             len(names),
             time.perf_counter() - started,
         )
-        return Speller(counts, self.dictionary)
+        return speller
 
 
 def read_speller(store: VectorStore, vocabulary: Iterable[str]) -> Speller:
