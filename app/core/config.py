@@ -128,7 +128,8 @@ class Settings(BaseSettings):
     fusion_lexical_weight: float = Field(0.4, ge=0, le=10)
     # What shoppers' purchases add to a product's relevance at most (its popularity, in
     # [0, 1), from product_signals; app/retrieval/popularity.py): it reorders close matches
-    # and never lifts a clearly worse one. 0 = the text alone ranks.
+    # and never lifts a clearly worse one. 0 = the text alone ranks. Off under a learned
+    # ranker, which reads the signals as features.
     popularity_weight: float = Field(0.03, ge=0, le=0.2)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
