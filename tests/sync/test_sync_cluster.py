@@ -219,7 +219,14 @@ def test_node_killed_mid_bootstrap_sync_finishes_answers_throughout_mirror_after
                 asked_at_kill = len(asker.answers)
                 (tmp_path / "resume").write_text("")
                 wait_for("the checkpoint", store.load_state, 300, log)
-                cycles = [(m[1], int(m[2])) for m in CYCLE_LINE.finditer(log.read_text())]
+                # The syncer logs its cycle just after the checkpoint lands: under load the
+                # line can come a moment after the checkpoint is readable.
+                cycles = wait_for(
+                    "the bootstrap's cycle line",
+                    lambda: [(m[1], int(m[2])) for m in CYCLE_LINE.finditer(log.read_text())],
+                    60,
+                    log,
+                )
                 assert cycles[:1] and cycles[0][0] == "bootstrap", log.read_text()[-3000:]
                 assert "unreachable" in log.read_text()  # the syncer moved to the next node
                 wait_for(

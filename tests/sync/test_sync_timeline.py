@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,9 @@ def test_commit_completing_after_a_later_one_is_read_in_the_next_window(
     assert (first.mode, first.end, first.rows) == ("incremental", b_completed, 1)
     h_ids = {c.product_id for c in h.store.iter_chunks()}
     assert h_ids == {2, 3}
-    a_completed = str(int(b_completed) + 1000)
+    # A second after B: as a time, not a number (+1000 made second 59 a "60", 1 run in 60).
+    b_time = datetime.strptime(b_completed[:14], "%Y%m%d%H%M%S")
+    a_completed = (b_time + timedelta(seconds=1)).strftime("%Y%m%d%H%M%S") + b_completed[14:]
     os.replace(hidden, timeline / f"{a_requested}_{a_completed}.commit")
     second = h.cycle()
     assert (second.mode, second.start, second.end) == ("incremental", b_completed, a_completed)

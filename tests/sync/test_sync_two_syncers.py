@@ -112,6 +112,8 @@ def test_two_syncers_one_server_one_bootstraps_then_the_other_takes_over(
         other = next(s for s in syncers if s is not holder)
         # The other one heard who holds the lease and waits for its expiry.
         wait_for("the waiter's notice", lambda: "sync lease held by" in other.text(), 60, *logs)
+        # Its cycle line follows the checkpoint (a moment later under load).
+        wait_for("the holder's cycle line", holder.cycles, 60, *logs)
         assert [mode for mode, _ in holder.cycles()][:1] == ["bootstrap"]
         assert other.cycles() == [], other.text()[-2000:]
 
