@@ -9,8 +9,10 @@ skipped, since the API reads the index and never the table. A service started on
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,3 +69,15 @@ def demo_shard_fixture(tmp_path_factory: pytest.TempPathFactory, embedder: Embed
     settings = Settings(sync_lock_dir=str(root))
     points = build_demo_shard(root / "qdrant", embedder, settings, every=DEMO_EVERY)
     return DemoShard(root / "qdrant", points, demo_products(DEMO_EVERY))
+
+
+def replica_settings(demo_shard: DemoShard, workdir: Path, **settings: Any) -> Settings:
+    """Settings of a read replica (`SYNC_MODE=off`) over a copy of the demo shard in
+    `workdir` (the edge engine is single-process: a copy per service), plus `settings`."""
+    shutil.copytree(demo_shard.path, workdir / "qdrant")
+    return Settings(
+        qdrant_path=str(workdir / "qdrant"),
+        sync_mode="off",
+        sync_lock_dir=str(workdir),
+        **settings,
+    )

@@ -7,15 +7,13 @@ key (the written answer is extractive). Its headphones cost $79.99, $95, $129 an
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from app.core.config import Settings
-from tests.demo_index import DemoShard, demo_shard_fixture  # noqa: F401
+from tests.demo_index import DemoShard, demo_shard_fixture, replica_settings  # noqa: F401
 from tests.live_server import ServerThread
 
 
@@ -23,11 +21,7 @@ from tests.live_server import ServerThread
 def client(
     demo_shard: DemoShard, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[httpx.Client]:
-    workdir = tmp_path_factory.mktemp("api-budget")
-    shutil.copytree(demo_shard.path, workdir / "qdrant")  # the edge engine is single-process
-    settings = Settings(
-        qdrant_path=str(workdir / "qdrant"), sync_mode="off", sync_lock_dir=str(workdir)
-    )
+    settings = replica_settings(demo_shard, tmp_path_factory.mktemp("api-budget"))
     with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
         yield c
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,10 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.core.config import Settings
 from app.main import create_app
 from app.store import SearchFilter
-from tests.demo_index import DemoShard, demo_shard_fixture  # noqa: F401
+from tests.demo_index import DemoShard, demo_shard_fixture, replica_settings  # noqa: F401
 from tests.live_server import ServerThread
 from tests.openai_stub import OpenAIStub
 
@@ -47,12 +45,9 @@ class Service:
 def service(
     demo_shard: DemoShard, workdir: Path, openai_stub_server: OpenAIStub
 ) -> Iterator[Service]:
-    shard = workdir / "qdrant"
-    shutil.copytree(demo_shard.path, shard)  # the edge engine is single-process: a copy each
-    app_settings = Settings(
-        qdrant_path=str(shard),
-        sync_mode="off",
-        sync_lock_dir=str(workdir),
+    app_settings = replica_settings(
+        demo_shard,
+        workdir,
         openai_api_key="test",
         openai_base_url=openai_stub_server.base_url,
         llm_timeout_seconds=1.0,

@@ -21,7 +21,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.core.config import Settings
-from tests.demo_index import DemoShard, demo_shard_fixture  # noqa: F401
+from tests.demo_index import DemoShard, demo_shard_fixture, replica_settings  # noqa: F401
 from tests.live_server import ServerThread
 from tests.openai_stub import Echo, Hang, OpenAIStub, Slow
 
@@ -36,12 +36,9 @@ QUERY = {"query": "an electric kettle that keeps water hot", "top_k": 3}
 def client(
     demo_shard: DemoShard, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
 ) -> Iterator[httpx.Client]:
-    workdir = tmp_path_factory.mktemp("api-pressure")
-    shutil.copytree(demo_shard.path, workdir / "qdrant")
-    settings = Settings(
-        qdrant_path=str(workdir / "qdrant"),
-        sync_mode="off",
-        sync_lock_dir=str(workdir),
+    settings = replica_settings(
+        demo_shard,
+        tmp_path_factory.mktemp("api-pressure"),
         openai_api_key="test",
         openai_base_url=openai_stub_server.base_url,
         llm_timeout_seconds=DEADLINE,

@@ -10,7 +10,6 @@ the breaker's threshold except in the breaker's own test.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,8 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.api.streaming import wants_event_stream
-from app.core.config import Settings
-from tests.demo_index import DemoShard, demo_shard_fixture  # noqa: F401
+from tests.demo_index import DemoShard, demo_shard_fixture, replica_settings  # noqa: F401
 from tests.live_server import ServerThread
 from tests.openai_stub import Answer, Echo, Fail, Hang, OpenAIStub, Trickle
 
@@ -39,12 +37,9 @@ LONG = " ".join(["This kettle keeps water hot for hours and pours well."] * 4)
 def client(
     demo_shard: DemoShard, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
 ) -> Iterator[httpx.Client]:
-    workdir = tmp_path_factory.mktemp("api-stream")
-    shutil.copytree(demo_shard.path, workdir / "qdrant")
-    settings = Settings(
-        qdrant_path=str(workdir / "qdrant"),
-        sync_mode="off",
-        sync_lock_dir=str(workdir),
+    settings = replica_settings(
+        demo_shard,
+        tmp_path_factory.mktemp("api-stream"),
         openai_api_key="test",
         openai_base_url=openai_stub_server.base_url,
         llm_timeout_seconds=TIMEOUT,

@@ -6,7 +6,6 @@ shopper sees what was searched.
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 
@@ -25,7 +24,7 @@ from app.query.spelling import (
     dictionary_words,
 )
 from app.store import ChunkPoint, StoreError, VectorStore, open_store
-from tests.demo_index import DemoShard, demo_shard_fixture  # noqa: F401
+from tests.demo_index import DemoShard, demo_shard_fixture, replica_settings  # noqa: F401
 from tests.live_server import ServerThread
 from tests.synctools import wait_for
 
@@ -202,11 +201,7 @@ def test_a_failed_read_mends_nothing_and_keeps_the_last_words(
 def client(
     demo_shard: DemoShard, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[httpx.Client]:
-    workdir = tmp_path_factory.mktemp("api-spelling")
-    shutil.copytree(demo_shard.path, workdir / "qdrant")  # the edge engine is single-process
-    settings = Settings(
-        qdrant_path=str(workdir / "qdrant"), sync_mode="off", sync_lock_dir=str(workdir)
-    )
+    settings = replica_settings(demo_shard, tmp_path_factory.mktemp("api-spelling"))
     with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
         yield c
 
