@@ -234,6 +234,11 @@ class CatalogWords(StoreView[Speller]):
         except StoreError as e:
             logger.warning("could not read the catalog's words (keeping the last): %s", e)
             return None
+        if not names:
+            # A service starts before its sync's first batch lands: no words is no answer,
+            # read again soon (store_view's retry), not after a whole refresh interval.
+            logger.debug("no product names in the store yet")
+            return None
         speller = Speller(catalog_word_counts(names.values()), self.dictionary)
         logger.info(
             "catalog words and word pairs: %d from %d product names in %.1fs",

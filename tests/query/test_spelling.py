@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.core.config import Settings
+from app.query import store_view as store_view_module
 from app.query.offline import OfflineQueryParser
 from app.query.spelling import (
     CatalogWords,
@@ -175,6 +176,19 @@ def test_the_words_are_the_stores_product_names_and_follow_its_writes(
     wait_for("the new words", lambda: words.get().correct("tsnkless") == "tankless", 10)
     store.delete_products([10, 11])
     wait_for("the deleted words", lambda: words.get().correct("tsnkless") == "tsnkless", 10)
+
+
+def test_words_read_before_the_first_sync_are_read_again_soon(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh service reads before its sync's bootstrap lands (the image's start did): an
+    # empty store is no answer, and the next read comes after the retry, not in 10 minutes.
+    monkeypatch.setattr(store_view_module, "RETRY_FAILED_READ_SECONDS", 0.2)
+    store.ensure_collection(DIM)
+    words = CatalogWords(store, refresh_seconds=3600)
+    assert words.get().correct("cieling fan") == "cieling fan"
+    store.upsert([chunk(i, "Ceiling Fan") for i in range(3)])
+    wait_for("the words after the sync", lambda: words.get().correct("cieling") == "ceiling", 10)
 
 
 def test_a_failed_read_mends_nothing_and_keeps_the_last_words(
