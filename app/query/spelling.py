@@ -90,11 +90,12 @@ def distance(a: str, b: str) -> int:
 
 def _forms(word: str) -> tuple[str, ...]:
     """`word` and its plain singular/plural forms ("desks", "desk"): one word to a stemmer."""
-    forms = [word, word + "s"]
-    if word.endswith("s") and len(word) > MIN_LENGTH:
-        forms.append(word[:-1])
-    if word.endswith("es") and len(word) > MIN_LENGTH + 1:
-        forms.append(word[:-2])
+    # Not word + "s" after an "s": "wireles" + "s" is the word it misspells, not a plural.
+    forms = [word] if word.endswith("s") else [word, word + "s"]
+    if word.endswith("s") and len(word) >= MIN_LENGTH:
+        forms.append(word[:-1])  # "amps": "amp"
+    if word.endswith("es") and len(word) > MIN_LENGTH:
+        forms.append(word[:-2])  # "boxes": "box"
     return tuple(dict.fromkeys(forms))
 
 

@@ -87,6 +87,7 @@ def speller() -> Speller:
         ("headlag bolt", "head lag bolt"),  # run together before two edits ("headlamp")
         ("eshower head", "shower head"),  # a stray first letter
         ("de walt  drill", "dewalt  drill"),  # two words the names write as one
+        ("tankles heater", "tankless heater"),  # not a singular of "tankless"
     ],
 )
 def test_a_typo_is_mended_to_the_catalog_word(speller: Speller, typed: str, mended: str) -> None:
