@@ -161,8 +161,7 @@ def constrained_retrieve(
     found = retriever.retrieve(query, wanted, flt, mode=mode)
     best = max((p.score for p in found), default=-math.inf)
     # A learned ranker's order stands: it reads the product signals itself, and its scores
-    # are P(relevant), so re-sorting by them (plus a prior) threw its order away and
-    # scored 0.003 (Home Depot) to 0.014 (CrowdFlower) lower held out.
+    # are P(relevant), so re-sorting by them (plus a prior) would throw its order away.
     prior = 0.0 if retriever.ranks_by_probability else retriever.popularity_weight
     matches = with_popularity_prior(relevance_cut(retriever, found, best, cut), prior)
     if plan.prefer_popular:

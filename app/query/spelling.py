@@ -201,9 +201,8 @@ def dictionary_words(vocabulary: Iterable[str]) -> frozenset[str]:
     return frozenset(w for w in words if len(w) >= MIN_LENGTH and w.isascii() and w.isalpha())
 
 
-# A read scrolls every product name and indexes the words (3-6 s and ~40 MB for Home
-# Depot's 54,667 names, in a background thread), and a shop's words change slowly: a new
-# product's new word only waits this long to count as a word.
+# A read scrolls every product name and indexes its words (seconds, in a background
+# thread; BENCHMARKS.md), and a shop's words change slowly: a new word waits this long.
 WORDS_REFRESH_SECONDS = 600.0
 
 
