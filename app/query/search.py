@@ -160,10 +160,9 @@ def constrained_retrieve(
     flt = plan.search_filter
     found = retriever.retrieve(query, wanted, flt, mode=mode)
     best = max((p.score for p in found), default=-math.inf)
-    # A learned ranker's order stands: it reads the product signals itself, and its scores
-    # are P(relevant), so re-sorting by them (plus a prior) would throw its order away.
-    prior = 0.0 if retriever.ranks_by_probability else retriever.popularity_weight
-    matches = with_popularity_prior(relevance_cut(retriever, found, best, cut), prior)
+    matches = with_popularity_prior(
+        relevance_cut(retriever, found, best, cut), retriever.popularity_weight
+    )
     if plan.prefer_popular:
         matches = by_popularity(matches)
     if plan.prefer_low_price:

@@ -124,7 +124,7 @@ class Retriever:
         self.default_top_k = settings.vector_search_top_k
         self.mode = settings.retrieval_mode
         self.relevance_margin = settings.relevance_margin
-        self.popularity_weight = settings.popularity_weight
+        self._popularity_weight = settings.popularity_weight
         self.fusion = fusion or FusionSpec(lexical_weight=settings.fusion_lexical_weight)
 
     @property
@@ -133,6 +133,13 @@ class Retriever:
         trade-off means the same everywhere): cosine (dense), relevance (hybrid fused by
         relevance) or, with a ranker over it, a probability; not BM25 or RRF."""
         return self.mode == "dense" or self._fused_by_relevance(self.mode)
+
+    @property
+    def popularity_weight(self) -> float:
+        """What a product's popularity adds to its relevance at most; 0 under a learned
+        ranker, which reads the product signals itself and scores by P(relevant): a re-sort
+        by those scores plus a prior would throw its order away."""
+        return 0.0 if self.ranks_by_probability else self._popularity_weight
 
     @property
     def ranks_by_probability(self) -> bool:
