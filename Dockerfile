@@ -43,7 +43,8 @@ RUN EMBEDDING_ENCODER=onnx-fp32 python -m app.embedding ${EXPORT_INT8:+--int8}
 # The api target's Python packages, in a venv trimmed before it is copied (~100 MB): the
 # packages' own test suites removed, the extension modules' and pyarrow's symbol tables
 # stripped (wheels ship most with theirs). Not the vendored `*.libs` (auditwheel-patched:
-# stripped, they fail to load).
+# stripped, they fail to load). OpenVINO keeps its CPU plugin and ONNX reader (app/embedding/
+# openvino_session.py): its GPU/NPU plugins, other frontends and headers go (~65 MB).
 FROM base AS packages
 RUN apt-get update && apt-get install -y --no-install-recommends binutils \
     && rm -rf /var/lib/apt/lists/*
@@ -52,7 +53,13 @@ RUN python -m venv --without-pip /opt/venv \
     && site=$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') \
     && find /opt/venv -type d -name tests -prune -exec rm -rf {} + \
     && find "$site" -type f \( -name '*.abi3.so' -o -name '*.cpython-*.so' \
-        -o -path "$site/pyarrow/lib*.so*" \) -not -path '*.libs/*' -exec strip --strip-unneeded {} +
+        -o -path "$site/pyarrow/lib*.so*" \) -not -path '*.libs/*' -exec strip --strip-unneeded {} + \
+    && ov="$site/openvino" \
+    && rm -rf "$ov/include" "$ov"/libs/libopenvino_intel_gpu_plugin.so \
+        "$ov"/libs/libopenvino_intel_npu_plugin.so \
+        "$ov"/libs/libopenvino_tensorflow_frontend.so* "$ov"/libs/libopenvino_paddle_frontend.so* \
+        "$ov"/libs/libopenvino_tensorflow_lite_frontend.so* \
+        "$ov"/libs/libopenvino_pytorch_frontend.so* "$ov"/libs/libopenvino_gguf_frontend.so*
 
 # The product rules' jar: a JDK and Maven here only. `package` runs the rules' unit tests.
 FROM python:3.11-slim AS rules

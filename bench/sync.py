@@ -161,7 +161,7 @@ def main() -> None:
         f"encoder {embedder.encoder:24s} {enc_raw:8.1f} chunks/s  "
         f"(before {enc_before:.1f}, after {enc_after:.1f}) x{enc_raw / torch_raw:.2f} torch"
     )
-    print(f"  cosine to torch, min / mean    {cos.min():8.4f} / {cos.mean():.4f}")
+    print(f"  cosine to torch, min / mean    {cos.min():8.6f} / {cos.mean():.6f}")
     print(f"bootstrap sync                   {boot_rate:8.1f} chunks/s  ({boot_s:.1f} s)")
     print(f"  ratio sync/torch baseline      {boot_rate / torch_raw:8.3f}   (target >= 2.0)")
     print(f"  ratio sync/its encoder         {boot_rate / enc_raw:8.3f}")
@@ -234,7 +234,7 @@ def run_dataset(folder: Path) -> None:
         f"(before {torch_before:.1f}, after {torch_after:.1f})"
     )
     print(f"  ratio bootstrap/torch          {boot_rate / torch_all:8.3f}   (target >= 2.0)")
-    print(f"  cosine to torch, min / mean    {cos.min():8.4f} / {cos.mean():.4f} ({len(sample)})")
+    print(f"  cosine to torch, min / mean    {cos.min():8.6f} / {cos.mean():.6f} ({len(sample)})")
     loads = f"{load_before:.1f} / {load_boot:.1f} / {load_after:.1f}"
     print(f"  1-min load before / boot / after  {loads}")
     if boot.embedded != len(texts):

@@ -1,7 +1,8 @@
 """Chunk and embed the products table on Spark, into a Hudi table of vectors by content key.
 
     python -m spark_jobs.embed --table-path T [--vectors-path V] [--begin I [--end I]]
-        [--encoder auto|onnx-int8|onnx-fp32|torch] [--partitions N] [--hoodie-conf K=V ...]
+        [--encoder auto|openvino-bf16|onnx-int8|onnx-fp32|torch] [--partitions N]
+        [--hoodie-conf K=V ...]
 
 The sync's work, spread over executors: the driver decides the engine as the sync would (an
 ONNX export checked against torch) and ships that export with the job; each Python worker
@@ -90,8 +91,14 @@ class EmbedResult:
         return self.embedded / self.seconds if self.seconds else 0.0
 
 
-# The engine an Embedder reports, as the choice that makes a worker run exactly it.
-_ENGINES: dict[str, EncoderChoice] = {"onnx-int8": "onnx-int8", "onnx-fp32": "onnx-fp32"}
+# The engine an Embedder reports, as the choice that makes a worker run exactly it. bf16
+# documents are the fp32 file on OpenVINO: the workers run that file on ONNX Runtime, the
+# same vector space (an executor's CPU may have no AMX).
+_ENGINES: dict[str, EncoderChoice] = {
+    "onnx-int8": "onnx-int8",
+    "onnx-fp32": "onnx-fp32",
+    "openvino-bf16": "onnx-fp32",
+}
 
 
 def config_from(settings: Settings, encoder: EncoderChoice | None = None) -> EmbedConfig:

@@ -79,10 +79,11 @@ class Settings(BaseSettings):
     embedding_model: str = ""
     embedding_batch_size: int = Field(32, ge=1, le=1024)
     embedding_device: str = "cpu"
-    # The engine that embeds documents (app/embedding/choice.py). auto: int8 ONNX on a CPU
-    # with AVX2/VNNI/AMX, fp32 ONNX on other CPUs, torch on a GPU; each checked against torch
-    # at start-up. Changing to or from int8 re-embeds everything (another vector space).
-    embedding_encoder: Literal["auto", "onnx-int8", "onnx-fp32", "torch"] = "auto"
+    # The engine that embeds documents (app/embedding/choice.py). auto: the fp32 export on
+    # OpenVINO in bf16 on a CPU with AMX, int8 ONNX with AVX2/VNNI, fp32 ONNX on other CPUs,
+    # torch on a GPU; each checked against torch at start-up. Changing to or from int8
+    # re-embeds everything (another vector space); bf16 shares fp32's.
+    embedding_encoder: Literal["auto", "openvino-bf16", "onnx-int8", "onnx-fp32", "torch"] = "auto"
     # ONNX Runtime threads for documents; 0 = every core this process may use.
     embedding_threads: int = Field(0, ge=0, le=256)
     # Of those, threads per batch; EMBEDDING_THREADS // this batches run at once. 1 (one

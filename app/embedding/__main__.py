@@ -12,7 +12,7 @@ image runs it at build: its final stage has no torch to export with.
               the same settings and its files are all still there (bootstrap passes the
               hash of uv.lock and the export code); record them after exporting.
 --int8        also the int8 export where this CPU would not run it (an image may run on
-              a VNNI/AMX CPU, where EMBEDDING_ENCODER=auto picks it).
+              a VNNI CPU, where EMBEDDING_ENCODER=auto picks it).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Which engine embeds documents on this machine, and why (logged at start-up).
 
-`auto` takes the int8 export where the CPU has int8 dot products (VNNI/AMX, or AVX2's
-u8 x s8 multiply-adds: on both it beats the fp32 export at cosine >= 0.99 to torch's
-vectors, BENCHMARKS.md), else the fp32 export (torch's vectors). Every ONNX engine is
-checked against torch on probe texts before it is used; a failed check falls back a step,
-never stops the service. The choice is a small result (`EncoderPick`) that
+`auto` takes the fp32 export run by OpenVINO in bf16 where the CPU has AMX
+(app.embedding.openvino_session: twice int8's speed, in the fp32 vector space), else the
+int8 export where the CPU has int8 dot products (VNNI, or AVX2's u8 x s8 multiply-adds: on
+both it beats the fp32 export at cosine >= 0.99 to torch's vectors, BENCHMARKS.md), else
+the fp32 export (torch's vectors). Every engine is checked against torch on probe texts
+before it is used; a failed check (or OpenVINO missing) falls back a step, never stops the
+service. The choice is a small result (`EncoderPick`) that
 app.embedding.model builds its Embedder from. An export served without torch
 (app.embedding.exported) is picked by the same rule (`pick_onnx`), checked against the
 torch vectors recorded when it was made.
@@ -22,6 +24,7 @@ import numpy as np
 
 from app.embedding.onnx_encoder import OnnxEncoder, Vectors, available_cores, open_session
 from app.embedding.onnx_export import export_fp32, exportable, quantize_int8
+from app.embedding.openvino_session import BF16_FLAG, open_openvino, openvino_installed
 from app.embedding.reference import embed_torch, max_seq_tokens, plain_tokenizer
 
 if TYPE_CHECKING:
@@ -29,7 +32,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-EncoderChoice = Literal["auto", "onnx-int8", "onnx-fp32", "torch"]
+EncoderChoice = Literal["auto", "openvino-bf16", "onnx-int8", "onnx-fp32", "torch"]
+Opener = Callable[[Path], OnnxEncoder]
 
 # Product-like texts of different lengths, one past the 256-token limit; no one-letter
 # text (int8 quantizes activations per batch: such a text scores lower beside a long one).
@@ -43,30 +47,38 @@ PROBES = [
 _FP32_MAX_DIFF = 1e-4
 # int8 is a close approximation, not the same vectors (BENCHMARKS.md has its cosines).
 _INT8_MIN_COSINE = 0.99
+# bf16 products with fp32 sums: 0.99997 on real chunks, in the fp32 space; a wrong
+# conversion (a dropped mask, a bad op) is far below.
+_BF16_MIN_COSINE = 0.9995
 # CPU flags for int8 GEMMs, best first: VNNI/AMX natively; AVX2 in two steps (pmaddubsw).
 _INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2")
 # int8 vectors are a vector space of their own: `<model>+int8`.
 INT8_SUFFIX = "+int8"
 
 
-def int8_cpu_flag(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The CPU's int8 dot-product instruction set, or None (or not Linux)."""
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """The CPU's feature flags ([] when unreadable, or not Linux)."""
     try:
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return None
-    flags = next(
+        return []
+    return next(
         (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")),
         [],
     )
+
+
+def int8_cpu_flag(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The CPU's int8 dot-product instruction set, or None (or not Linux)."""
+    flags = cpu_flags(cpuinfo)
     return next((f for f in _INT8_FLAGS if f in flags), None)
 
 
 @dataclass(frozen=True, slots=True)
 class EncoderPick:
-    """The document engine: `name` ("torch-cpu", "onnx-fp32", "onnx-int8"), the ONNX
-    encoder that runs it (None: torch), and the vector space's `model_id` (int8 vectors
-    are a space of their own: `<model>+int8`)."""
+    """The document engine: `name` ("torch-cpu", "onnx-fp32", "onnx-int8",
+    "openvino-bf16"), the encoder that runs the export (None: torch), and the vector space's
+    `model_id` (int8 vectors are a space of their own: `<model>+int8`)."""
 
     name: str
     model_id: str
@@ -100,6 +112,7 @@ def choose_encoder(
         logger.info("document encoder: torch (model layout not exportable as plain mean-pool)")
         return torch
     want_int8, why = wants_int8(choice)
+    want_bf16, why_bf16 = wants_bf16(choice)
     try:
         reference = embed_torch(model, PROBES, batch_size)
         fp32 = export_fp32(model, model_id, export_dir(cache_dir))
@@ -107,7 +120,16 @@ def choose_encoder(
         tokenizer = plain_tokenizer(model).to_str()
         max_len = max_seq_tokens(model) + 2
         opener = onnx_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
-        pick = pick_onnx(model_id, fp32, int8, opener, reference, why)
+        bf16 = bf16_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
+        pick = pick_onnx(
+            model_id,
+            fp32,
+            int8,
+            opener,
+            reference,
+            why_bf16 if want_bf16 else why,
+            open_bf16=bf16 if want_bf16 else None,
+        )
         if pick is not None:
             return pick
         logger.warning("document encoder: torch (no ONNX export passed its probe check)")
@@ -126,18 +148,42 @@ def wants_int8(choice: EncoderChoice) -> tuple[bool, str]:
     return True, f"auto: CPU has {flag}"
 
 
+def wants_bf16(choice: EncoderChoice) -> tuple[bool, str]:
+    """Whether `choice` runs the fp32 export on OpenVINO in bf16 here, and why (for the log)."""
+    if choice != "auto":
+        return choice == "openvino-bf16", f"EMBEDDING_ENCODER={choice}"
+    if BF16_FLAG not in cpu_flags():
+        return False, f"auto: CPU has no {BF16_FLAG}"
+    if not openvino_installed():
+        return False, f"auto: CPU has {BF16_FLAG}, but openvino is not installed"
+    return True, f"auto: CPU has {BF16_FLAG}"
+
+
 def pick_onnx(
     model_id: str,
     fp32: Path,
     int8: Path | None,
-    open_file: Callable[[Path], OnnxEncoder],
+    open_file: Opener,
     reference: Vectors,
     why: str,
     probes: list[str] = PROBES,
+    *,
+    open_bf16: Opener | None = None,
 ) -> EncoderPick | None:
-    """The `int8` export (when given) if its vectors of `probes` are within
-    _INT8_MIN_COSINE of `reference` (torch's), else the `fp32` one if equal to them;
-    None when neither passes."""
+    """The `fp32` export on OpenVINO in bf16 (when `open_bf16` is given) if its vectors of
+    `probes` are within _BF16_MIN_COSINE of `reference` (torch's), else the `int8` export
+    (when given) within _INT8_MIN_COSINE, else the `fp32` one if equal to them; None when
+    none passes."""
+    if open_bf16 is not None:
+        try:
+            onnx = open_bf16(fp32)
+            cosine = float(np.min(np.sum(onnx.embed(probes) * reference, 1)))
+            if cosine >= _BF16_MIN_COSINE:
+                pick = EncoderPick("openvino-bf16", model_id, onnx)
+                return _log(pick, f"{why}; probe cosine {cosine:.5f}")
+            logger.warning("OpenVINO bf16: probe cosine %.5f < %s", cosine, _BF16_MIN_COSINE)
+        except Exception as e:  # openvino missing or failing: ONNX Runtime still runs it
+            logger.warning("OpenVINO bf16 unavailable (%s): trying ONNX Runtime", e)
     if int8 is not None:
         onnx = open_file(int8)
         cosine = float(np.min(np.sum(onnx.embed(probes) * reference, 1)))
@@ -155,7 +201,7 @@ def pick_onnx(
 
 def onnx_opener(
     tokenizer_json: str, max_len: int, threads: int, intra_op_threads: int, batch_size: int
-) -> Callable[[Path], OnnxEncoder]:
+) -> Opener:
     """A function that opens an export as a document encoder: `threads` cores in all (0:
     every core), `intra_op_threads` of them per batch, batches run `threads // intra` at once."""
     from tokenizers import Tokenizer
@@ -168,6 +214,23 @@ def onnx_opener(
         session = open_session(path, intra, spinning=False)
         tokenizer = Tokenizer.from_str(tokenizer_json)
         return OnnxEncoder(session, tokenizer, max_len, batch_size, path, parallel=threads // intra)
+
+    return open_file
+
+
+def bf16_opener(
+    tokenizer_json: str, max_len: int, threads: int, intra_op_threads: int, batch_size: int
+) -> Opener:
+    """`onnx_opener` for OpenVINO in bf16: `threads // intra` streams, one batch each."""
+    from tokenizers import Tokenizer
+
+    threads = threads or available_cores()
+    streams = threads // max(1, min(intra_op_threads, threads))
+
+    def open_file(path: Path) -> OnnxEncoder:
+        session = open_openvino(path, threads, streams)
+        tokenizer = Tokenizer.from_str(tokenizer_json)
+        return OnnxEncoder(session, tokenizer, max_len, batch_size, path, parallel=streams)
 
     return open_file
 

@@ -5,7 +5,8 @@ files in MODEL_CACHE_DIR, `export.json`: which EMBEDDING_MODEL they are, its vec
 space's id, its token limit, the tokenizer file, and torch's own vectors of the probe
 texts. `serving_embedder` (the API and `python -m app.sync`) serves from it without
 importing sentence-transformers or torch: the same engine choice as
-app.embedding.choice (int8 on a VNNI/AMX CPU when exported, else fp32), checked against
+app.embedding.choice (bf16 on OpenVINO with AMX, int8 on a VNNI CPU when exported, else
+fp32), checked against
 those recorded vectors instead of a live torch. Where there is no such export it loads the model as
 before when sentence-transformers is installed (the `embed` extra), and otherwise stops
 with ModelNotExportedError: an image without torch cannot export at start.
@@ -30,9 +31,11 @@ from app.embedding.choice import (
     INT8_SUFFIX,
     PROBES,
     EncoderChoice,
+    bf16_opener,
     export_dir,
     onnx_opener,
     pick_onnx,
+    wants_bf16,
     wants_int8,
 )
 from app.embedding.model import Embedder, embedder_for
@@ -190,6 +193,7 @@ def _load_export(
     if device != "cpu" or choice == "torch":
         raise ModelNotExportedError(cache, f"EMBEDDING_DEVICE={device} / {choice} run torch")
     want_int8, why = wants_int8(choice)
+    want_bf16, why_bf16 = wants_bf16(choice)
     if want_int8 and export.int8 is None:
         if choice != "auto":
             raise ModelNotExportedError(cache, f"{why}, and the export has no int8 file")
@@ -198,6 +202,7 @@ def _load_export(
     tokenizer = (cache / export.tokenizer).read_text(encoding="utf-8")
     max_len = export.max_seq_tokens + 2
     opener = onnx_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
+    bf16 = bf16_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
     # The probes recorded with the export, so the check holds whichever code reads it.
     reference = np.asarray(export.reference, dtype=np.float32)
     try:
@@ -207,8 +212,9 @@ def _load_export(
             cache / export.int8 if want_int8 and export.int8 else None,
             opener,
             reference,
-            f"{why}; exported in {cache}",
+            f"{why_bf16 if want_bf16 else why}; exported in {cache}",
             probes=export.probes,
+            open_bf16=bf16 if want_bf16 else None,
         )
     except Exception as e:  # ONNX Runtime's own errors: a damaged or foreign file
         raise ModelNotExportedError(cache, f"ONNX Runtime cannot run it: {e}") from e

@@ -2,7 +2,8 @@
 
 Used for documents (the sync: big batches, all cores) and for queries (one short text per
 request: one thread, no spinning). The two differ in their session options and in how many
-batches run at once.
+batches run at once. The export runs on ONNX Runtime (`open_session`) or, for documents on
+a CPU with AMX, on OpenVINO in bf16 (app.embedding.openvino_session): both are a `Session`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,30 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def open_session(path: Path, threads: int, *, spinning: bool) -> onnxruntime.InferenceSession:
+class Session(Protocol):
+    """What OnnxEncoder runs: the encoder's last hidden state of a batch of token ids."""
+
+    input_names: list[str]
+    dim: int
+    threads: int  # per batch
+
+    def run(self, feeds: dict[str, npt.NDArray[np.int64]]) -> npt.NDArray[np.float32]: ...
+
+
+class OrtSession:
+    """An ONNX Runtime session as a `Session` (`run` is thread-safe and releases the GIL)."""
+
+    def __init__(self, session: onnxruntime.InferenceSession) -> None:
+        self._session = session
+        self.input_names = [i.name for i in session.get_inputs()]
+        self.dim = int(session.get_outputs()[0].shape[-1])
+        self.threads = int(session.get_session_options().intra_op_num_threads)
+
+    def run(self, feeds: dict[str, npt.NDArray[np.int64]]) -> npt.NDArray[np.float32]:
+        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+
+
+def open_session(path: Path, threads: int, *, spinning: bool) -> OrtSession:
     """An ONNX Runtime CPU session with `threads` intra-op threads.
 
     Spinning: ORT's worker threads busy-wait after each op for the next one. That buys a
@@ -47,7 +71,7 @@ def open_session(path: Path, threads: int, *, spinning: bool) -> onnxruntime.Inf
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return OrtSession(ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]))
 
 
 class OnnxEncoder:
@@ -56,8 +80,8 @@ class OnnxEncoder:
     Texts are sorted by length and batched, so a batch pads to similar lengths instead of
     to its longest member; the output comes back in input order.
 
-    `parallel` batches run at once, each from its own Python thread on the one session (ONNX
-    Runtime's `run` is thread-safe and releases the GIL). With a 1-thread session that is
+    `parallel` batches run at once, each from its own Python thread on the one session (its
+    `run` is thread-safe and releases the GIL). With a 1-thread session that is
     one batch per core: measured on 2 cores (BENCHMARKS.md, issue 11), 12% more chunks per
     CPU-second than one batch at a time on 2 intra-op threads, which wait for each other
     at every op of a small model.
@@ -65,7 +89,7 @@ class OnnxEncoder:
 
     def __init__(
         self,
-        session: onnxruntime.InferenceSession,
+        session: Session,
         tokenizer: Tokenizer,
         max_len: int,
         batch_size: int,
@@ -78,11 +102,11 @@ class OnnxEncoder:
         self.max_len = max_len
         self._tokenizer.enable_truncation(max_len)
         self._tokenizer.no_padding()
-        self._names = [i.name for i in session.get_inputs()]
+        self._names = session.input_names
         self.batch_size = batch_size
         self.model_path = model_path
-        self.dim = int(session.get_outputs()[0].shape[-1])
-        self.intra_op_threads = int(session.get_session_options().intra_op_num_threads)
+        self.dim = session.dim
+        self.intra_op_threads = session.threads
         self.parallel = max(1, parallel)
         # Threads that ONNX Runtime keeps busy in a large embed() call.
         self.threads = self.intra_op_threads * self.parallel
@@ -135,7 +159,7 @@ class OnnxEncoder:
             types[row, :n] = e.type_ids
             mask[row, :n] = 1
         arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        hidden = self._session.run(None, {n: arrays[n] for n in self._names})[0]
+        hidden = self._session.run({n: arrays[n] for n in self._names})
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

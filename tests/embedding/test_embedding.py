@@ -17,8 +17,11 @@ import pytest
 from app.core.catalog import Product
 from app.core.config import DEFAULT_DATA_DIR
 from app.embedding import Embedder, load_embedder
-from app.embedding.choice import int8_cpu_flag
+from app.embedding.choice import PROBES, cpu_flags, int8_cpu_flag, onnx_opener, pick_onnx
+from app.embedding.onnx_encoder import OnnxEncoder
 from app.embedding.onnx_export import keep_in_fp32
+from app.embedding.openvino_session import BF16_FLAG
+from app.embedding.reference import embed_torch
 from app.sync.chunking import ProductChunker
 from app.sync.engine import SyncEngine
 from spark_jobs.create_table import create_table
@@ -106,13 +109,56 @@ def test_fp32_onnx_vectors_equal_sentence_transformers(
     np.testing.assert_allclose(fp32.embed(shuffled), vectors[::-1], atol=1e-5)
 
 
-def test_auto_picks_int8_on_an_int8_cpu_and_names_its_vector_space(
+# slow: compiles the export with OpenVINO and runs it over every demo chunk (~15 s).
+@pytest.mark.slow
+def test_openvino_bf16_vectors_match_sentence_transformers_in_the_fp32_space(
+    models_dir: str, torch_vectors: np.ndarray, chunk_texts: list[str]
+) -> None:
+    bf16 = load_embedder(encoder="openvino-bf16", cache_dir=models_dir)
+    assert bf16.encoder == "openvino-bf16"
+    # Close enough to share fp32's space: no `+bf16` id, no re-index from fp32 or torch.
+    assert bf16.model_id == "all-MiniLM-L6-v2"
+    assert bf16.onnx is not None and bf16.onnx.model_path.name.endswith("b320f7e71a46.onnx")
+    vectors = bf16.embed(chunk_texts)
+    cos = _cosines(vectors, torch_vectors)
+    assert cos.min() >= 0.9995, f"min cosine {cos.min():.6f}"
+    if BF16_FLAG in cpu_flags():
+        # Not torch's numbers to float noise: bf16 really ran (without AMX, OpenVINO may
+        # run the hint in fp32).
+        assert float(np.abs(vectors - torch_vectors).max()) > 1e-4
+    # Two batches at once on their own infer requests, still in input order.
+    assert bf16.onnx.parallel >= 1
+    np.testing.assert_allclose(bf16.embed(chunk_texts[::-1]), vectors[::-1], atol=2e-3)
+
+
+def test_a_failing_bf16_engine_falls_back_to_onnx_runtime(torch_embedder: Embedder) -> None:
+    """OpenVINO missing or broken where it was wanted: the fp32 export on ONNX Runtime."""
+    assert torch_embedder.model is not None
+    auto = load_embedder(encoder="onnx-fp32")
+    assert auto.onnx is not None
+    fp32 = auto.onnx.model_path
+    tokenizer = auto.tokenizer().to_str()
+    opener = onnx_opener(tokenizer, auto.max_seq_tokens + 2, 1, 1, 32)
+    reference = embed_torch(torch_embedder.model, PROBES, 32)
+
+    def broken(path: Path) -> OnnxEncoder:
+        raise RuntimeError(f"cannot compile {path.name}")
+
+    pick = pick_onnx("all-MiniLM-L6-v2", fp32, None, opener, reference, "test", open_bf16=broken)
+    assert pick is not None and pick.name == "onnx-fp32"
+    assert pick.model_id == "all-MiniLM-L6-v2"
+
+
+def test_auto_picks_bf16_on_amx_else_int8_on_an_int8_cpu_and_names_its_vector_space(
     torch_embedder: Embedder,
 ) -> None:
     # From the exports ./scripts/bootstrap.sh cached in data/models (made here if missing).
     auto = load_embedder(encoder="auto")
     int8_embedder = load_embedder(encoder="onnx-int8")
-    if int8_cpu_flag() is None:
+    if BF16_FLAG in cpu_flags():
+        assert auto.encoder == "openvino-bf16"
+        assert auto.model_id == "all-MiniLM-L6-v2"
+    elif int8_cpu_flag() is None:
         assert auto.encoder == "onnx-fp32"
         assert auto.model_id == "all-MiniLM-L6-v2"
     else:
