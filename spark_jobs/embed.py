@@ -92,8 +92,8 @@ class EmbedResult:
 
 
 # The engine an Embedder reports, as the choice that makes a worker run exactly it. bf16
-# documents are the fp32 file on OpenVINO: the workers run that file on ONNX Runtime, the
-# same vector space (an executor's CPU may have no AMX).
+# documents are the fp32 file on OpenVINO: a worker without AMX or OpenVINO runs that file
+# on ONNX Runtime, the same vector space (embed_worker._shipped).
 _ENGINES: dict[str, EncoderChoice] = {
     "onnx-int8": "onnx-int8",
     "onnx-fp32": "onnx-fp32",
@@ -120,6 +120,7 @@ def config_from(settings: Settings, encoder: EncoderChoice | None = None) -> Emb
             str(embedder.onnx.model_path),
             embedder.tokenizer().to_str(),
             embedder.max_seq_tokens,
+            bf16=embedder.encoder == "openvino-bf16",
         )
     return EmbedConfig(
         model=settings.embedding_model,

@@ -13,7 +13,9 @@ once.
 When the driver decided an ONNX engine (`EmbedConfig.onnx`, set by `spark_jobs.embed`), the
 workers run that very export, shipped with the job, with the tokenizer it came with: no
 torch, no sentence-transformers and no export on an executor, so a cluster's executors
-need neither torch nor its CUDA libraries (spark_jobs/pack_env.py leaves them out).
+need neither torch nor its CUDA libraries (spark_jobs/pack_env.py leaves them out). A
+driver that picked OpenVINO bf16 ships the fp32 export: a worker on a CPU with AMX and
+OpenVINO runs it so too, any other on ONNX Runtime in fp32 (the vector space bf16 shares).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from app.core.catalog import Product
 from app.embedding import Embedder, load_embedder
-from app.embedding.choice import EncoderChoice
-from app.embedding.onnx_encoder import OnnxEncoder, Vectors, open_session
+from app.embedding.choice import EncoderChoice, cpu_flags
+from app.embedding.onnx_encoder import OnnxEncoder, Session, Vectors, open_session
+from app.embedding.openvino_session import BF16_FLAG, open_openvino, openvino_installed
 from app.sync.apply import EMBED_GROUP
 from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID, VECTOR
 from app.sync.chunking import ProductChunker
@@ -68,6 +71,8 @@ class ShippedOnnx:
     path: str  # the driver's; a worker gets its copy by name (addFile -> SparkFiles.get)
     tokenizer: str  # the model's tokenizer as JSON, truncation and padding off
     max_seq_tokens: int
+    # The driver runs this fp32 file on OpenVINO in bf16: workers that can, do too.
+    bf16: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +119,11 @@ def _shipped(config: EmbedConfig, onnx: ShippedOnnx) -> tuple[ShippedEncoder, Pr
     from tokenizers import Tokenizer
 
     path = Path(SparkFiles.get(Path(onnx.path).name))
-    session = open_session(path, config.threads, spinning=False)
+    session: Session
+    if onnx.bf16 and BF16_FLAG in cpu_flags() and openvino_installed():
+        session = open_openvino(path, config.threads, 1)
+    else:
+        session = open_session(path, config.threads, spinning=False)
     # Two tokenizers: the encoder's truncates at the model's limit, the chunker's must not.
     encoder = OnnxEncoder(
         session,

@@ -20,7 +20,8 @@ import pytest
 from app.core.catalog import Product
 from app.core.config import Settings
 from app.embedding import Embedder, load_embedder
-from app.embedding.choice import EncoderChoice
+from app.embedding.choice import EncoderChoice, cpu_flags
+from app.embedding.openvino_session import BF16_FLAG
 from app.sync.chunk_vectors import ChunkVectorSource
 from spark_jobs.create_table import create_table
 from spark_jobs.embed import EmbedResult, config_from, embed_table
@@ -103,6 +104,45 @@ def test_job_vectors_equal_the_syncs_own(embedded: Embedded, tmp_path: Path) -> 
     own = embedded.embedder.embed([chunks[k] for k in keys])
     cosine = np.sum(np.stack([found[k] for k in keys]) * own, axis=1)
     assert cosine.min() >= 0.9999, cosine.min()
+
+
+def test_a_bf16_driver_ships_its_engine_and_the_workers_write_the_fp32_space(
+    spark: object, embedded: Embedded, tmp_path: Path
+) -> None:
+    """A driver on OpenVINO bf16 ships the fp32 export marked bf16: the workers' vectors are
+    keyed in fp32's space and meet the fp32 engine's at bf16's rounding (bf16 where the
+    worker's CPU has AMX, fp32 on ONNX Runtime elsewhere)."""
+    from pyspark.sql import SparkSession
+
+    assert isinstance(spark, SparkSession)
+    settings = Settings(
+        hudi_table_path=str(embedded.table), max_chunk_tokens=64, chunk_overlap_tokens=8
+    )
+    config = config_from(settings, "openvino-bf16")
+    assert config.onnx is not None and config.onnx.bf16
+    assert config.model_id == embedded.embedder.model_id == "all-MiniLM-L6-v2"
+    vectors = str(tmp_path / "bf16_vectors")
+    result = embed_table(spark, str(embedded.table), config, vectors_path=vectors, partitions=1)
+    assert result.engines == {config.model_id: result.chunks}
+
+    h = make_harness(embedded.table, embedded.embedder, vectors_table_path=vectors)
+    chunks = {
+        c.chunk_hash: c.text
+        for r in embedded.rows
+        for c in h.engine.chunker.chunk(Product.from_row(r))
+    }
+    source = ChunkVectorSource(Settings(vectors_table_path=vectors), embedded.embedder.dim)
+    source.start_cycle()
+    keys = sorted(chunks)
+    found = source.lookup(keys)
+    source.release()
+    assert sorted(found) == keys
+    own = embedded.embedder.embed([chunks[k] for k in keys])
+    cosine = np.sum(np.stack([found[k] for k in keys]) * own, axis=1)
+    assert cosine.min() >= 0.9995, cosine.min()
+    if BF16_FLAG in cpu_flags():
+        # Not fp32's numbers to float noise: the worker ran bf16 on OpenVINO, as the driver.
+        assert float(np.abs(np.stack([found[k] for k in keys]) - own).max()) > 1e-4
 
 
 def test_bootstrap_after_the_job_embeds_nothing_and_an_edit_is_embedded(
