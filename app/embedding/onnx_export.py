@@ -108,6 +108,12 @@ def _fuse(path: str, config: Any) -> str:
     return ", ".join(f"{n} {c}" for n, c in counts.items() if c) or "nothing"
 
 
+def int8_path(fp32: Path) -> Path:
+    """Where `quantize_int8` puts the int8 export of `fp32` (it may not be there)."""
+    # Bump the suffix whenever quantize_int8's recipe changes: an older file would be reused.
+    return fp32.with_name(fp32.stem + "-int8v3.onnx")
+
+
 def quantize_int8(fp32: Path) -> Path:
     """Dynamic int8 quantisation of the fp32 export (weights int8, activations per batch).
 
@@ -119,8 +125,7 @@ def quantize_int8(fp32: Path) -> Path:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    # Bump the suffix whenever the recipe below changes: a cached older file would be reused.
-    path = fp32.with_name(fp32.stem + "-int8v3.onnx")
+    path = int8_path(fp32)
     if path.is_file():
         return path
     graph = onnx.load(str(fp32), load_external_data=False).graph
