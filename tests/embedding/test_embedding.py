@@ -126,19 +126,18 @@ def test_openvino_bf16_vectors_match_sentence_transformers_in_the_fp32_space(
         # Not torch's numbers to float noise: bf16 really ran (without AMX, OpenVINO may
         # run the hint in fp32).
         assert float(np.abs(vectors - torch_vectors).max()) > 1e-4
-    # Two batches at once on their own infer requests, still in input order.
-    assert bf16.onnx.parallel >= 1
+    # Batches side by side on their own infer requests, still in input order.
     np.testing.assert_allclose(bf16.embed(chunk_texts[::-1]), vectors[::-1], atol=2e-3)
 
 
 def test_a_failing_bf16_engine_falls_back_to_onnx_runtime(torch_embedder: Embedder) -> None:
     """OpenVINO missing or broken where it was wanted: the fp32 export on ONNX Runtime."""
     assert torch_embedder.model is not None
-    auto = load_embedder(encoder="onnx-fp32")
-    assert auto.onnx is not None
-    fp32 = auto.onnx.model_path
-    tokenizer = auto.tokenizer().to_str()
-    opener = onnx_opener(tokenizer, auto.max_seq_tokens + 2, 1, 1, 32)
+    onnx_fp32 = load_embedder(encoder="onnx-fp32")
+    assert onnx_fp32.onnx is not None
+    fp32 = onnx_fp32.onnx.model_path
+    tokenizer = onnx_fp32.tokenizer().to_str()
+    opener = onnx_opener(tokenizer, onnx_fp32.max_seq_tokens + 2, 1, 1, 32)
     reference = embed_torch(torch_embedder.model, PROBES, 32)
 
     def broken(path: Path) -> OnnxEncoder:
