@@ -1,7 +1,7 @@
 """Which engine embeds documents on this machine, and why (logged at start-up).
 
 `auto` takes the fp32 export run by OpenVINO in bf16 where the CPU has AMX
-(app.embedding.openvino_session: twice int8's speed, in the fp32 vector space), else the
+(app.embedding.openvino_session: faster than int8, in the fp32 vector space), else the
 int8 export where the CPU has int8 dot products (VNNI, or AVX2's u8 x s8 multiply-adds: on
 both it beats the fp32 export at cosine >= 0.99 to torch's vectors, BENCHMARKS.md), else
 the fp32 export (torch's vectors). Every engine is checked against torch on probe texts
@@ -47,8 +47,7 @@ PROBES = [
 _FP32_MAX_DIFF = 1e-4
 # int8 is a close approximation, not the same vectors (BENCHMARKS.md has its cosines).
 _INT8_MIN_COSINE = 0.99
-# bf16 products with fp32 sums: 0.99997 on real chunks, in the fp32 space; a wrong
-# conversion (a dropped mask, a bad op) is far below.
+# bf16 products with fp32 sums stay in the fp32 space; a wrong conversion is far below.
 _BF16_MIN_COSINE = 0.9995
 # CPU flags for int8 GEMMs, best first: VNNI/AMX natively; AVX2 in two steps (pmaddubsw).
 _INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2")

@@ -4,12 +4,10 @@ The query encoder runs the very file the documents are embedded with when they r
 ONNX (int8 or fp32), so queries and documents stay in one vector space; with torch
 documents it runs an fp32 export, equal to torch to 1e-5. With OpenVINO bf16 documents (the
 fp32 space) it runs the int8 export when there is one, else their fp32 file: a query is a
-few tokens, so reading the weights is its cost, and int8's are a quarter of fp32's (4.8
-against 6.6 CPU ms a query). An int8 query is closer to the fp32 space than int8 documents
-are to each other's queries (one side quantized, not both); dense nDCG@10 over bf16
-documents was the same with int8 and fp32 queries on both dev sets (BENCHMARKS.md). Either
-way it is checked on a probe text against the document encoder at start-up and falls back
-to it on a mismatch.
+few tokens, so reading the weights is its cost, and int8's are a quarter of fp32's; ranking
+was unchanged on both dev sets (BENCHMARKS.md, "Queries under bf16 documents"). Either way
+it is checked on a probe text against the document encoder at start-up and falls back to it
+on a mismatch.
 
 Its session is set for a server: one intra-op thread and no spinning. A query is a few
 tokens: a second thread buys little, and spinning workers burn CPU that the sync and other

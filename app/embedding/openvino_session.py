@@ -1,14 +1,12 @@
 """The fp32 export run by OpenVINO in bf16, for documents on a CPU with AMX.
 
-On such a CPU (Intel Xeon since Sapphire Rapids: the `amx_bf16` flag) OpenVINO runs the
-export's matrix products in bf16 on the AMX tiles: on CrowdFlower's descriptions it embeds
-about twice as fast as ONNX Runtime's int8 export, and its vectors are far closer to torch's
-(cosine >= 0.9999 against int8's 0.996; BENCHMARKS.md, "Bootstrap of a real catalog against
-torch"). That closeness is why bf16 vectors share the fp32 vector space (no id suffix, as
-int8's `+int8`): a query embedded by ONNX Runtime in fp32 meets them at float noise.
+On such a CPU (the `amx_bf16` flag) OpenVINO runs the export's matrix products in bf16 on
+the AMX tiles: faster than ONNX Runtime's int8 export and closer to torch's vectors, so bf16
+vectors share the fp32 vector space (no id suffix, unlike int8's `+int8`). Figures:
+BENCHMARKS.md, "Bootstrap of a real catalog against torch".
 
-Without AMX, bf16 is emulated or converted and not faster; the choice (app.embedding.choice)
-takes this engine only where the flag is, and only when the `openvino` package imports.
+Without AMX bf16 was never measured faster; the choice (app.embedding.choice) takes this
+engine only where the flag is, and only when the `openvino` package imports.
 """
 
 from __future__ import annotations
@@ -33,9 +31,9 @@ def openvino_installed() -> bool:
 
 
 class OpenVinoSession:
-    """A compiled model as an OnnxEncoder `Session`: `streams` batches at once, each on its
-    own infer request (one per calling thread: a request is not thread-safe, and `infer`
-    releases the GIL), `threads` CPU threads in all."""
+    """A compiled model as an OnnxEncoder `Session`: each calling thread runs its batch on
+    its own infer request (a request is not thread-safe; `infer` releases the GIL);
+    `threads` is the threads per batch."""
 
     def __init__(self, compiled: openvino.CompiledModel, threads: int) -> None:
         self._compiled = compiled
