@@ -40,11 +40,12 @@ COPY app ./app
 # (int8 where it has AVX2/VNNI/AMX), so the image would depend on where it was built.
 RUN EMBEDDING_ENCODER=onnx-fp32 python -m app.embedding ${EXPORT_INT8:+--int8}
 
-# The api target's Python packages, in a venv trimmed before it is copied (~100 MB): the
+# The api target's Python packages, in a venv trimmed before it is copied (~140 MB): the
 # packages' own test suites removed, the extension modules' and pyarrow's symbol tables
 # stripped (wheels ship most with theirs). Not the vendored `*.libs` (auditwheel-patched:
 # stripped, they fail to load). OpenVINO keeps its CPU plugin and ONNX reader (app/embedding/
-# openvino_session.py): its GPU/NPU plugins, other frontends and headers go (~65 MB).
+# openvino_session.py): its GPU/NPU plugins, their tuning cache, other frontends and headers
+# go (~74 MB). pyarrow's Flight (Arrow's RPC, which nothing here speaks) goes (~27 MB).
 FROM base AS packages
 RUN apt-get update && apt-get install -y --no-install-recommends binutils \
     && rm -rf /var/lib/apt/lists/*
@@ -59,7 +60,10 @@ RUN python -m venv --without-pip /opt/venv \
         "$ov"/libs/libopenvino_intel_npu_plugin.so \
         "$ov"/libs/libopenvino_tensorflow_frontend.so* "$ov"/libs/libopenvino_paddle_frontend.so* \
         "$ov"/libs/libopenvino_tensorflow_lite_frontend.so* \
-        "$ov"/libs/libopenvino_pytorch_frontend.so* "$ov"/libs/libopenvino_gguf_frontend.so*
+        "$ov"/libs/libopenvino_pytorch_frontend.so* "$ov"/libs/libopenvino_gguf_frontend.so* \
+        "$ov"/libs/cache.json \
+    && rm -f "$site"/pyarrow/libarrow_flight.so* "$site"/pyarrow/libarrow_python_flight.so* \
+        "$site"/pyarrow/_flight.*.so
 
 # The product rules' jar: a JDK and Maven here only. `package` runs the rules' unit tests.
 FROM python:3.11-slim AS rules
@@ -90,8 +94,9 @@ RUN ./scripts/fetch_jars.sh && python -m spark_jobs.rules_jar
 CMD ["python", "-m", "spark_jobs.demo"]
 
 FROM base AS api
-# No `embed` extra: ONNX Runtime and the tokenizer run the exports, nothing pulls torch or
-# CUDA libraries. A model that was not exported stops the start with what to do.
+# No `embed` extra: ONNX Runtime and the tokenizer run the exports (and a learned ranker's
+# trees), nothing pulls torch, CUDA libraries, LightGBM or SciPy. A model that was not
+# exported stops the start with what to do.
 COPY --from=packages /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 COPY app ./app

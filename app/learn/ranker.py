@@ -73,6 +73,7 @@ from app.eval.index import build_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
 from app.learn.encoder import weights_id
+from app.learn.tree_onnx import convert_file
 from app.learned import MANIFEST, MANIFEST_FORMAT
 from app.query import OfflineQueryParser, plan_filters
 from app.query.category import CategoryVocabulary
@@ -80,14 +81,14 @@ from app.query.spelling import Speller, read_speller
 from app.ranking.calibration import Calibration, fit_isotonic
 from app.ranking.features import FEATURES, FUSED, feature_matrix
 from app.ranking.model import (
+    BOOSTER_FILES,
     CALIBRATION_FILE,
-    CLASSIFIER_FILE,
     CUT_FILE,
     FEATURES_FILE,
-    MODEL_FILE,
     ORDER_FILE,
     prior,
 )
+from app.ranking.trees import TreeModel
 from app.retrieval import Retriever
 from app.sync.progress import Progress
 
@@ -464,10 +465,21 @@ class Trained:
     min_probability: float
 
 
-def save_ranker(folder: Path, trained: Trained) -> None:
+def save_ranker(folder: Path, trained: Trained, check_rows: npt.NDArray[np.float64]) -> None:
+    """Write the folder the service loads: each booster as LightGBM's text and as the ONNX
+    file it serves, the second checked against LightGBM on `check_rows` (the training rows):
+    the service's scores must be the ones cross-validation chose the rounds and cut by."""
     folder.mkdir(parents=True, exist_ok=True)
-    trained.booster.save_model(str(folder / MODEL_FILE))
-    trained.classifier.save_model(str(folder / CLASSIFIER_FILE))
+    for booster, (text_file, onnx_file) in zip(
+        (trained.booster, trained.classifier), BOOSTER_FILES, strict=True
+    ):
+        booster.save_model(str(folder / text_file))
+        convert_file(folder / text_file, folder / onnx_file)
+        served = TreeModel(folder / onnx_file).predict(check_rows)
+        trained_scores = _predict(booster, check_rows)
+        if not np.array_equal(served, trained_scores):
+            worst = float(np.max(np.abs(served - trained_scores)))
+            raise RuntimeError(f"{onnx_file} scores differ from LightGBM's by up to {worst:g}")
     (folder / FEATURES_FILE).write_text(json.dumps(list(FEATURES), indent=1) + "\n")
     (folder / CALIBRATION_FILE).write_text(json.dumps(trained.calibration.to_json()) + "\n")
     order = {"prior_feature": FEATURES[FUSED], "prior_scale": PRIOR_SCALE}
@@ -559,7 +571,7 @@ def train_ranker(
             store.close()
     collected = time.perf_counter() - started
     trained, report = fit(rows, folds, seed, top_grade, holdout)
-    save_ranker(out_dir / "ranker", trained)
+    save_ranker(out_dir / "ranker", trained, _stack(rows)[0])
     report["encoder"] = str(encoder_dir) if encoder_dir else embedder.model_id
     report["seconds"] = {"candidates": collected, "total": time.perf_counter() - started}
     return report

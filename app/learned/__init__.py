@@ -7,8 +7,9 @@ Layout (every part but the manifest optional; `LEARNED_MODEL` names the folder):
                               with its tokenizer and ONNX exports beside the weights
 MODEL_DIR/encoder/onnx/   its fp32 and int8 exports, named as app.embedding.choice names
                               them for `encoder_id` (so loading them exports nothing)
-    MODEL_DIR/ranker/         the learned ranker: model.txt (LightGBM), features.json (the
-                              feature names in order), calibration.json (score -> P(relevant))
+    MODEL_DIR/ranker/         the learned ranker: model.onnx (the LightGBM booster of
+                              model.txt, run by ONNX Runtime), features.json (the feature
+                              names in order), calibration.json (score -> P(relevant))
 
 `model_id` names the whole folder's content (the manifest's fingerprint): an index built
 with one learned encoder is never read with another's query vectors. `encoder_id` names the
@@ -77,7 +78,9 @@ class LearnedModel:
     def ranker_dir(self) -> Path | None:
         """The learned ranker's folder, or None (the service's fixed fusion)."""
         path = self.root / "ranker"
-        return path if (path / "model.txt").is_file() else None
+        # model.txt alone (a ranker trained before ONNX serving) is a ranker that
+        # Ranker.load refuses with what to run, never a silent fall back to the fusion.
+        return path if any((path / f).is_file() for f in ("model.txt", "model.onnx")) else None
 
 
 def load_learned_model(path: str | Path) -> LearnedModel:

@@ -1,4 +1,5 @@
-"""The learned ranker: per-candidate features, a LightGBM model, a calibrated P(relevant).
+"""The learned ranker: per-candidate features, LightGBM's trees run by ONNX Runtime, a
+calibrated P(relevant).
 
 `Ranker.load(folder)` / `ranker_for(LEARNED_MODEL)` give what the Retriever re-orders its
 candidates with; `app.learn.ranker` trains one with the same `feature_matrix`.

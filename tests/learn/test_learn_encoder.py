@@ -154,7 +154,8 @@ def test_the_ranker_over_the_fine_tune_and_the_eval_use_its_vectors(
     manifest = json.loads((out / "manifest.json").read_text())
     encoder_id = manifest["encoder"]["id"]
     assert manifest["ranker"]["clean_folds"] == [0]
-    assert (out / "ranker" / "cut.json").is_file() and (out / "ranker" / "classifier.txt").is_file()
+    assert (out / "ranker" / "cut.json").is_file()
+    assert (out / "ranker" / "classifier.onnx").is_file()
     from app.eval.__main__ import main as eval_main
 
     capsys.readouterr()

@@ -330,7 +330,7 @@ def test_a_ranker_of_other_features_is_refused(
     copy = tmp_path / "model"
     (copy / "ranker").mkdir(parents=True)
     (copy / MANIFEST).write_text(json.dumps({"format": 1}))
-    for name in ("model.txt", "classifier.txt", "calibration.json"):
+    for name in ("model.onnx", "classifier.onnx", "calibration.json"):
         (copy / "ranker" / name).write_bytes((out / "ranker" / name).read_bytes())
     (copy / "ranker" / "features.json").write_text(json.dumps(list(reversed(FEATURES))))
     with pytest.raises(LearnedModelError, match="features"):
