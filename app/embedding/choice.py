@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from app.embedding.onnx_encoder import OnnxEncoder, Vectors, available_cores, open_session
-from app.embedding.onnx_export import export_fp32, exportable, quantize_int8
+from app.embedding.onnx_export import export_fp32, exportable, int8_path, quantize_int8
 from app.embedding.openvino_session import BF16_FLAG, open_openvino, openvino_installed
 from app.embedding.reference import embed_torch, max_seq_tokens, plain_tokenizer
 
@@ -77,11 +77,20 @@ def int8_cpu_flag(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
 class EncoderPick:
     """The document engine: `name` ("torch-cpu", "onnx-fp32", "onnx-int8",
     "openvino-bf16"), the encoder that runs the export (None: torch), and the vector space's
-    `model_id` (int8 vectors are a space of their own: `<model>+int8`)."""
+    `model_id` (int8 vectors are a space of their own: `<model>+int8`).
+
+    `query_file` is the export queries run on ONNX Runtime (app.embedding.onnx_query; None:
+    the documents' own file, or torch's fp32 export) and `query_min_cosine` how close to
+    the documents' engine it must be (None: equal to float32 noise). Under bf16 documents a
+    query runs the int8 export when there is one: a query is a few tokens, so reading the
+    weights is its cost, and int8's are a quarter of fp32's (BENCHMARKS.md, "Queries under
+    bf16 documents")."""
 
     name: str
     model_id: str
     onnx: OnnxEncoder | None = None
+    query_file: Path | None = None
+    query_min_cosine: float | None = None
 
 
 def choose_encoder(
@@ -110,24 +119,22 @@ def choose_encoder(
     if not exportable(model):
         logger.info("document encoder: torch (model layout not exportable as plain mean-pool)")
         return torch
-    want_int8, why = wants_int8(choice)
-    want_bf16, why_bf16 = wants_bf16(choice)
+    plan = plan_engines(choice)
     try:
         reference = embed_torch(model, PROBES, batch_size)
         fp32 = export_fp32(model, model_id, export_dir(cache_dir))
-        int8 = quantize_int8(fp32) if want_int8 else None
+        int8 = quantize_int8(fp32) if plan.int8 else None
         tokenizer = plain_tokenizer(model).to_str()
         max_len = max_seq_tokens(model) + 2
-        opener = onnx_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
-        bf16 = bf16_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
+        opener, bf16 = openers(tokenizer, max_len, threads, intra_op_threads, batch_size)
         pick = pick_onnx(
             model_id,
             fp32,
             int8,
             opener,
             reference,
-            why_bf16 if want_bf16 else why,
-            open_bf16=bf16 if want_bf16 else None,
+            plan.why,
+            open_bf16=bf16 if plan.bf16 else None,
         )
         if pick is not None:
             return pick
@@ -135,6 +142,21 @@ def choose_encoder(
     except Exception as e:  # an optional speed-up must never stop the service
         logger.warning("document encoder: torch (ONNX unavailable: %s)", e)
     return torch
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePlan:
+    """The engines `choice` lets this CPU try, best first, and why the first (for the log)."""
+
+    bf16: bool
+    int8: bool
+    why: str
+
+
+def plan_engines(choice: EncoderChoice) -> EnginePlan:
+    want_int8, why_int8 = wants_int8(choice)
+    want_bf16, why_bf16 = wants_bf16(choice)
+    return EnginePlan(want_bf16, want_int8, why_bf16 if want_bf16 else why_int8)
 
 
 def wants_int8(choice: EncoderChoice) -> tuple[bool, str]:
@@ -178,7 +200,14 @@ def pick_onnx(
             onnx = open_bf16(fp32)
             cosine = float(np.min(np.sum(onnx.embed(probes) * reference, 1)))
             if cosine >= _BF16_MIN_COSINE:
-                pick = EncoderPick("openvino-bf16", model_id, onnx)
+                queries = int8 if int8 is not None else int8_path(fp32)
+                pick = EncoderPick(
+                    "openvino-bf16",
+                    model_id,
+                    onnx,
+                    query_file=queries if queries.is_file() else fp32,
+                    query_min_cosine=_INT8_MIN_COSINE,
+                )
                 return _log(pick, f"{why}; probe cosine {cosine:.5f}")
             logger.warning("OpenVINO bf16: probe cosine %.5f < %s", cosine, _BF16_MIN_COSINE)
         except Exception as e:  # openvino missing or failing: ONNX Runtime still runs it
@@ -198,40 +227,30 @@ def pick_onnx(
     return None
 
 
-def onnx_opener(
+def openers(
     tokenizer_json: str, max_len: int, threads: int, intra_op_threads: int, batch_size: int
-) -> Opener:
-    """A function that opens an export as a document encoder: `threads` cores in all (0:
-    every core), `intra_op_threads` of them per batch, batches run `threads // intra` at once."""
+) -> tuple[Opener, Opener]:
+    """Two functions that open an export as a document encoder, on ONNX Runtime and on
+    OpenVINO in bf16: `threads` cores in all (0: every core), `intra_op_threads` of them per
+    batch, `threads // intra` batches at once (OpenVINO: as many streams, one batch each)."""
     from tokenizers import Tokenizer
 
     threads = threads or available_cores()
     intra = max(1, min(intra_op_threads, threads))
+    parallel = threads // intra
 
-    def open_file(path: Path) -> OnnxEncoder:
+    def open_onnx(path: Path) -> OnnxEncoder:
         # Spinning off: the sync shares the process with request threads (see open_session).
         session = open_session(path, intra, spinning=False)
         tokenizer = Tokenizer.from_str(tokenizer_json)
-        return OnnxEncoder(session, tokenizer, max_len, batch_size, path, parallel=threads // intra)
+        return OnnxEncoder(session, tokenizer, max_len, batch_size, path, parallel=parallel)
 
-    return open_file
-
-
-def bf16_opener(
-    tokenizer_json: str, max_len: int, threads: int, intra_op_threads: int, batch_size: int
-) -> Opener:
-    """`onnx_opener` for OpenVINO in bf16: `threads // intra` streams, one batch each."""
-    from tokenizers import Tokenizer
-
-    threads = threads or available_cores()
-    streams = threads // max(1, min(intra_op_threads, threads))
-
-    def open_file(path: Path) -> OnnxEncoder:
-        session = open_openvino(path, threads, streams)
+    def open_bf16(path: Path) -> OnnxEncoder:
+        session = open_openvino(path, threads, parallel)
         tokenizer = Tokenizer.from_str(tokenizer_json)
-        return OnnxEncoder(session, tokenizer, max_len, batch_size, path, parallel=streams)
+        return OnnxEncoder(session, tokenizer, max_len, batch_size, path, parallel=parallel)
 
-    return open_file
+    return open_onnx, open_bf16
 
 
 def export_dir(cache_dir: str) -> Path:

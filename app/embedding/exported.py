@@ -31,12 +31,11 @@ from app.embedding.choice import (
     INT8_SUFFIX,
     PROBES,
     EncoderChoice,
-    bf16_opener,
+    EnginePlan,
     export_dir,
-    onnx_opener,
+    openers,
     pick_onnx,
-    wants_bf16,
-    wants_int8,
+    plan_engines,
 )
 from app.embedding.model import Embedder, embedder_for
 
@@ -192,35 +191,34 @@ def _load_export(
         raise ModelNotExportedError(cache, f"it holds EMBEDDING_MODEL={export.model!r}{packaged}")
     if device != "cpu" or choice == "torch":
         raise ModelNotExportedError(cache, f"EMBEDDING_DEVICE={device} / {choice} run torch")
-    want_int8, why = wants_int8(choice)
-    want_bf16, why_bf16 = wants_bf16(choice)
-    if want_int8 and export.int8 is None:
+    plan = plan_engines(choice)
+    if plan.int8 and export.int8 is None:
         if choice != "auto":
-            raise ModelNotExportedError(cache, f"{why}, and the export has no int8 file")
+            raise ModelNotExportedError(cache, f"{plan.why}, and the export has no int8 file")
         # The image ships fp32 only unless built with EXPORT_INT8 (68 MB more).
-        want_int8, why = False, f"{why}, but no int8 export (python -m app.embedding --int8)"
+        no_int8 = f"{plan.why}, but no int8 export (python -m app.embedding --int8)"
+        plan = EnginePlan(plan.bf16, False, plan.why if plan.bf16 else no_int8)
     tokenizer = (cache / export.tokenizer).read_text(encoding="utf-8")
     max_len = export.max_seq_tokens + 2
-    opener = onnx_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
-    bf16 = bf16_opener(tokenizer, max_len, threads, intra_op_threads, batch_size)
+    opener, bf16 = openers(tokenizer, max_len, threads, intra_op_threads, batch_size)
     # The probes recorded with the export, so the check holds whichever code reads it.
     reference = np.asarray(export.reference, dtype=np.float32)
     try:
         pick = pick_onnx(
             export.model_id,
             cache / export.fp32,
-            cache / export.int8 if want_int8 and export.int8 else None,
+            cache / export.int8 if plan.int8 and export.int8 else None,
             opener,
             reference,
-            f"{why_bf16 if want_bf16 else why}; exported in {cache}",
+            f"{plan.why}; exported in {cache}",
             probes=export.probes,
-            open_bf16=bf16 if want_bf16 else None,
+            open_bf16=bf16 if plan.bf16 else None,
         )
     except Exception as e:  # ONNX Runtime's own errors: a damaged or foreign file
         raise ModelNotExportedError(cache, f"ONNX Runtime cannot run it: {e}") from e
     if pick is None or pick.onnx is None:
         raise ModelNotExportedError(cache, "its vectors do not match those recorded with it")
-    return Embedder(None, pick.model_id, batch_size, pick.onnx, pick.name)
+    return Embedder.of(None, pick, batch_size)
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from app.embedding.choice import EncoderChoice, choose_encoder
+from app.embedding.choice import EncoderChoice, EncoderPick, choose_encoder
 from app.embedding.onnx_encoder import OnnxEncoder, Vectors
 from app.embedding.reference import embed_torch, max_seq_tokens, plain_tokenizer
 
@@ -65,9 +65,25 @@ class Embedder:
     onnx: OnnxEncoder | None = None
     # What embed() runs, for logs and benches: "torch-cpu", "onnx-fp32", "onnx-int8", ...
     encoder: str = "torch-cpu"
+    # The export queries run, and how close to embed() (EncoderPick's; app.embedding.onnx_query).
+    query_file: Path | None = None
+    query_min_cosine: float | None = None
     # One model must not run two batches at once from the sync thread and a request
     # thread: interleaving doubles latency for both.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def of(cls, model: SentenceTransformer | None, pick: EncoderPick, batch_size: int) -> Embedder:
+        """The Embedder of `model` (None: served from its export) on the picked engine."""
+        return cls(
+            model,
+            pick.model_id,
+            batch_size,
+            pick.onnx,
+            pick.name,
+            query_file=pick.query_file,
+            query_min_cosine=pick.query_min_cosine,
+        )
 
     @property
     def dim(self) -> int:
@@ -144,7 +160,7 @@ def load_embedder(
     pick = choose_encoder(
         model, model_id, encoder, device, cache_dir, threads, intra_op_threads, batch_size
     )
-    return Embedder(model, pick.model_id, batch_size, pick.onnx, pick.name)
+    return Embedder.of(model, pick, batch_size)
 
 
 def embedder_for(settings: Settings) -> Embedder:

@@ -17,7 +17,7 @@ import pytest
 from app.core.catalog import Product
 from app.core.config import DEFAULT_DATA_DIR
 from app.embedding import Embedder, load_embedder
-from app.embedding.choice import PROBES, cpu_flags, int8_cpu_flag, onnx_opener, pick_onnx
+from app.embedding.choice import PROBES, cpu_flags, int8_cpu_flag, openers, pick_onnx
 from app.embedding.onnx_encoder import OnnxEncoder
 from app.embedding.onnx_export import keep_in_fp32
 from app.embedding.openvino_session import BF16_FLAG
@@ -137,7 +137,7 @@ def test_a_failing_bf16_engine_falls_back_to_onnx_runtime(torch_embedder: Embedd
     assert onnx_fp32.onnx is not None
     fp32 = onnx_fp32.onnx.model_path
     tokenizer = onnx_fp32.tokenizer().to_str()
-    opener = onnx_opener(tokenizer, onnx_fp32.max_seq_tokens + 2, 1, 1, 32)
+    opener, _ = openers(tokenizer, onnx_fp32.max_seq_tokens + 2, 1, 1, 32)
     reference = embed_torch(torch_embedder.model, PROBES, 32)
 
     def broken(path: Path) -> OnnxEncoder:
