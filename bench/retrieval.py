@@ -28,7 +28,8 @@ unfiltered match) and the same price bounds, beside the categories given in turn
 
 With `--dataset DIR` it serves a judged dev set instead, with real embeddings, through
 POST /search and POST /recommend, one-client latency, C-client throughput and the
-service's CPU per request (bench/retrieval_dataset.py):
+service's CPU per request, its services interleaved `--rounds` times as well
+(bench/retrieval_dataset.py):
 
     .venv/bin/python bench/retrieval.py --dataset ../shared/eval/homedepot-dev --sizes 5000,54667
 """
@@ -453,7 +454,8 @@ def main() -> int:
         "--rounds",
         type=int,
         default=3,
-        help="--store server: every phase goes round all the services this many times",
+        help="--store server and --dataset: every phase goes round all the services this "
+        "many times; the figures are the medians",
     )
     ap.add_argument(
         "--shard",

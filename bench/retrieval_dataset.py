@@ -9,15 +9,16 @@ OPTIMIZE_AFTER_UNINDEXED chunks await it and write the checkpoint an API replica
 SYNC_MODE=off needs before /ready answers 200. (A syncer also rolls the index every
 ROLL_AFTER_POINTS during a bootstrap: not done here, the dev sets are below that.)
 
-Then, once per retrieval mode (dense-only as the baseline, then the configured service
-ranking, RETRIEVAL_MODE, default hybrid), start the service on the shard and drive POST
-/search and POST /recommend (offline extractive generator: no OPENAI_API_KEY) with the
-dataset's own query texts: one client (p50, p99) and C clients (throughput), each with
-the service process's CPU seconds per request. With `--model MODEL_DIR` a third run
-serves the configured ranking with that LEARNED_MODEL (its ranker re-ordering; shown as
-`+ranker`). Every figure is compared as a ratio to dense-only from the same run; with two
-or more sizes, the one-client p50s of the largest are also divided by those of the
-smallest (the catalog-size cost of a request).
+Then one service per retrieval mode (dense-only as the baseline, then the configured
+service ranking, RETRIEVAL_MODE, default hybrid; with `--model MODEL_DIR` also that ranking
+with that LEARNED_MODEL, its ranker re-ordering, shown as `+ranker`), each on its own copy
+of the shard, all running at once; POST /search and POST /recommend (offline extractive
+generator: no OPENAI_API_KEY) are driven with the dataset's own query texts, one client
+(p50, p99) and C clients (throughput), each with the service process's CPU seconds per
+request. Every phase goes round the services in turn, `--rounds` times, so load that drifts
+during the run hits each alike; each figure is the median over the rounds, compared as a
+ratio to dense-only. With two or more sizes, the one-client p50s of the largest are also
+divided by those of the smallest (the catalog-size cost of a request).
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ import argparse
 import logging
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -57,10 +61,29 @@ OPTIMIZE_S_PER_POINT = 0.001
 
 @dataclass(frozen=True)
 class Cell:
-    """One endpoint in one mode: the one-client and the C-client phase."""
+    """One endpoint in one mode: the medians over the rounds of its one-client phase (p50,
+    p99, CPU ms per request) and of its C-client phase (req/s, CPU ms per request)."""
 
-    single: Phase
-    many: Phase
+    p50: float
+    p99: float
+    cpu_single: float
+    rps: float
+    cpu_many: float
+    rounds: int
+
+    @classmethod
+    def median_of(cls, phases: list[tuple[Phase, Phase]]) -> Cell:
+        def median(figure: Callable[[Phase, Phase], float]) -> float:
+            return statistics.median(figure(single, many) for single, many in phases)
+
+        return cls(
+            median(lambda single, _: single.pct(50)),
+            median(lambda single, _: single.pct(99)),
+            median(lambda single, _: single.cpu_ms_per_request),
+            median(lambda _, many: many.rps),
+            median(lambda _, many: many.cpu_ms_per_request),
+            len(phases),
+        )
 
 
 @dataclass
@@ -149,52 +172,76 @@ def _shard_for(
     return shard, chunks
 
 
-def _serve(
+def _drive(
+    service: ServiceProcess,
+    path: str,
+    bodies: list[dict[str, Any]],
+    args: argparse.Namespace,
+    tag: str,
+) -> tuple[Phase, Phase]:
+    """One round of `path` on `service`: the one-client phase, then the C-client one."""
+    cap = args.max_seconds
+    single = measure(
+        service, path, bodies, 1, args.single_requests, max_seconds=cap, label=f"{tag} 1c"
+    )
+    many = measure(
+        service, path, bodies, args.clients, args.requests, max_seconds=cap, label=f"{tag} C"
+    )
+    print(
+        f"{tag:<52} 1 client: p50 {single.pct(50):8.2f} ms  p99 {single.pct(99):8.2f} ms"
+        f"  CPU {single.cpu_ms_per_request:7.2f} ms/req  (n={len(single.latencies)})\n"
+        f"{'':<52} {args.clients} clients: {many.rps:8.1f} req/s"
+        f"  CPU {many.cpu_ms_per_request:7.2f} ms/req  (n={len(many.latencies)})",
+        flush=True,
+    )
+    return single, many
+
+
+def _serve_all(
     shard: Path,
-    mode: str,
+    modes: list[str],
     queries: list[str],
     args: argparse.Namespace,
     label: str,
-) -> dict[str, Cell]:
-    """endpoint -> Cell, of the service in RETRIEVAL_MODE=mode on `shard`."""
+) -> dict[tuple[str, str], Cell]:
+    """(mode, endpoint) -> Cell: a service per mode, each on its own copy of `shard`, all
+    running at once, every phase going round them `args.rounds` times."""
     bodies: list[dict[str, Any]] = [{"query": q, "top_k": args.top_k} for q in queries]
-    cells: dict[str, Cell] = {}
-    cap = args.max_seconds
-    print(
-        f"[{label} {mode}] starting the service; {len(ENDPOINTS) * 2} phases of at most "
-        f"{cap:.0f}s each",
-        file=sys.stderr,
-        flush=True,
-    )
-    learned = str(args.model) if mode.endswith(RANKED) else ""
-    with ServiceProcess(
-        shard, mode.removesuffix(RANKED), table_path=_table_path(shard), learned_model=learned
-    ) as service:
-        for path in ENDPOINTS:
-            # Warm-up from the end of the query list: the measured phases start at its top.
-            measure(service, path, bodies[-WARMUP_REQUESTS:], 1, WARMUP_REQUESTS)
-            tag = f"{label} {mode} POST {path}"
-            single = measure(
-                service, path, bodies, 1, args.single_requests, max_seconds=cap, label=f"{tag} 1c"
+    runs: dict[tuple[str, str], list[tuple[Phase, Phase]]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-shards-") as copies, ExitStack() as stack:
+        services: dict[str, ServiceProcess] = {}
+        for i, mode in enumerate(modes):
+            own = shard
+            if i:  # one process per shard: the engine holds its folder
+                own = Path(copies) / f"{shard.name}-{i}"
+                shutil.copytree(shard, own)
+            learned = str(args.model) if mode.endswith(RANKED) else ""
+            services[mode] = stack.enter_context(
+                ServiceProcess(
+                    own,
+                    mode.removesuffix(RANKED),
+                    table_path=_table_path(shard),
+                    learned_model=learned,
+                )
             )
-            many = measure(
-                service,
-                path,
-                bodies,
-                args.clients,
-                args.requests,
-                max_seconds=cap,
-                label=f"{tag} {args.clients}c",
-            )
-            cells[path] = Cell(single, many)
+        for service in services.values():
+            for path in ENDPOINTS:
+                # Warm-up from the end of the query list: the measured phases start at its top.
+                measure(service, path, bodies[-WARMUP_REQUESTS:], 1, WARMUP_REQUESTS)
+        for r in range(args.rounds):
             print(
-                f"{tag:<44} 1 client: p50 {single.pct(50):8.2f} ms  p99 {single.pct(99):8.2f} ms"
-                f"  CPU {single.cpu_ms_per_request:7.2f} ms/req  (n={len(single.latencies)})\n"
-                f"{'':<44} {args.clients} clients: {many.rps:8.1f} req/s"
-                f"  CPU {many.cpu_ms_per_request:7.2f} ms/req  (n={len(many.latencies)})",
+                f"[{label}] round {r + 1}/{args.rounds}, load {os.getloadavg()[0]:.1f}; "
+                f"{len(modes) * len(ENDPOINTS) * 2} phases of at most {args.max_seconds:.0f}s",
+                file=sys.stderr,
                 flush=True,
             )
-    return cells
+            for path in ENDPOINTS:
+                for mode, service in services.items():
+                    tag = f"{label} {mode} POST {path} r{r + 1}"
+                    runs.setdefault((mode, path), []).append(
+                        _drive(service, path, bodies, args, tag)
+                    )
+    return {key: Cell.median_of(phases) for key, phases in runs.items()}
 
 
 def _ratio(a: float, b: float) -> str:
@@ -206,7 +253,8 @@ def _print_size(run: SizeRun, modes: list[str], clients: int, total: int) -> Non
     print(
         f"\n{run.size} of {total} products ({run.chunks} chunks); "
         f"load average {' '.join(f'{x:.2f}' for x in run.load_before)} before, "
-        f"{' '.join(f'{x:.2f}' for x in run.load_after)} after"
+        f"{' '.join(f'{x:.2f}' for x in run.load_after)} after; medians of "
+        f"{next(iter(run.cells.values())).rounds} rounds"
     )
     print(
         f"{'endpoint':<11}{'mode':<14}{'1c p50 ms':>11}{'1c p99 ms':>11}{'CPU ms/req':>12}"
@@ -216,20 +264,19 @@ def _print_size(run: SizeRun, modes: list[str], clients: int, total: int) -> Non
         for mode in modes:
             c = run.cells[mode, path]
             print(
-                f"{path:<11}{mode:<14}{c.single.pct(50):11.2f}{c.single.pct(99):11.2f}"
-                f"{c.single.cpu_ms_per_request:12.2f}{c.many.rps:11.1f}"
-                f"{c.many.cpu_ms_per_request:12.2f}"
+                f"{path:<11}{mode:<14}{c.p50:11.2f}{c.p99:11.2f}"
+                f"{c.cpu_single:12.2f}{c.rps:11.1f}{c.cpu_many:12.2f}"
             )
         d = run.cells[base, path]
         for mode in modes[1:]:
             c = run.cells[mode, path]
             print(
                 f"{'':<11}{f'{mode}/{base}':<14}"
-                f"{_ratio(c.single.pct(50), d.single.pct(50)):>11}"
-                f"{_ratio(c.single.pct(99), d.single.pct(99)):>11}"
-                f"{_ratio(c.single.cpu_ms_per_request, d.single.cpu_ms_per_request):>12}"
-                f"{_ratio(c.many.rps, d.many.rps):>11}"
-                f"{_ratio(c.many.cpu_ms_per_request, d.many.cpu_ms_per_request):>12}"
+                f"{_ratio(c.p50, d.p50):>11}"
+                f"{_ratio(c.p99, d.p99):>11}"
+                f"{_ratio(c.cpu_single, d.cpu_single):>12}"
+                f"{_ratio(c.rps, d.rps):>11}"
+                f"{_ratio(c.cpu_many, d.cpu_many):>12}"
             )
 
 
@@ -240,8 +287,8 @@ def _print_scaling(small: SizeRun, large: SizeRun, modes: list[str]) -> None:
     )
     for path in ENDPOINTS:
         for mode in modes:
-            a = large.cells[mode, path].single.pct(50)
-            b = small.cells[mode, path].single.pct(50)
+            a = large.cells[mode, path].p50
+            b = small.cells[mode, path].p50
             check = ""
             if path == "/recommend" and mode == modes[-1]:
                 check = "  ok (<= 1.5)" if a / b <= 1.5 else "  OVER 1.5"
@@ -287,9 +334,7 @@ def run_dataset(args: argparse.Namespace) -> int:
         )
         for size, shard, chunks in shards:
             run = SizeRun(size, chunks, os.getloadavg(), {})
-            for mode in modes:
-                for path, cell in _serve(shard, mode, queries, args, f"{size}").items():
-                    run.cells[mode, path] = cell
+            run.cells = _serve_all(shard, modes, queries, args, f"{size}")
             run.load_after = os.getloadavg()
             runs.append(run)
     print(f"\n=== {dataset.name}: ratios to {modes[0]}-only measured in the same run ===")
