@@ -6,7 +6,8 @@ streamed answer's CPU (BENCHMARKS.md, "Streamed answers"). Here the same request
 through the same client (`with_streaming_response`: its retries, status errors and HTTP),
 and only the body is read by hand: Server-Sent Events whose `data` is a chunk's JSON,
 ended by `[DONE]`. Text is handed on per read of the body, not per chunk, and the body is
-read once per READ_INTERVAL_SECONDS while tokens flow, on a clock all streams share.
+read once per READ_INTERVAL_SECONDS while tokens flow, on a clock all streams share, whose
+tick widens when more streams flow than WAKEUPS_PER_SECOND allows at it.
 
 Failures are those of the client's stream: a chunk with an `error` is an `openai.APIError`;
 a chunk that is not the expected JSON raises (`ValueError`, `KeyError`, `TypeError`, ...);
@@ -27,6 +28,13 @@ _DONE = b"[DONE]"
 # The shopper gets the answer's text in pieces this far apart (reading speed is ~20 tokens/s:
 # a 50 ms batch is not seen, and an answer is ~10x fewer events than tokens).
 READ_INTERVAL_SECONDS = 0.05
+# Under load the pieces grow instead of the CPU: a process wakes its streams at most this
+# often a second (25 streams at 50 ms); more streams share it, each tick up to the longest
+# interval (0.2 s: still 5 pieces a second, above reading speed). Each wake-up is a read, a
+# parse and an event out, ~0.1-0.2 ms; at 50 streams the 50 ms tick alone took a fifth of a
+# core (BENCHMARKS.md, "Streamed answers").
+WAKEUPS_PER_SECOND = 500
+MAX_READ_INTERVAL_SECONDS = 0.2
 # A read this large means the body came faster than it is read (the reader fell behind, or
 # the whole answer came at once): the next read follows without a pause.
 BULK_READ_BYTES = 8192
@@ -34,31 +42,49 @@ BULK_READ_BYTES = 8192
 
 class Ticker:
     """One clock for every stream of an event loop: `wait` returns at its next tick, at
-    most `interval` away. Streams that pause together wake together, in one turn of the
-    loop, on one timer, rather than each on its own timer at its own moment."""
+    most `next_interval()` away. Streams that pause together wake together, in one turn of
+    the loop, on one timer, rather than each on its own timer at its own moment.
 
-    def __init__(self, interval: float = READ_INTERVAL_SECONDS) -> None:
+    The interval is `interval` while the last tick woke at most `wakeups_per_second` x
+    `interval` streams; with more it widens so the wake-ups a second stay at that budget,
+    up to `max_interval`."""
+
+    def __init__(
+        self,
+        interval: float = READ_INTERVAL_SECONDS,
+        *,
+        wakeups_per_second: float = WAKEUPS_PER_SECOND,
+        max_interval: float = MAX_READ_INTERVAL_SECONDS,
+    ) -> None:
         self.interval = interval
+        self.wakeups_per_second = wakeups_per_second
+        self.max_interval = max(interval, max_interval)
+        self._woken = 0  # streams the last tick woke
         self._waiters: list[asyncio.Future[None]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
+    def next_interval(self) -> float:
+        return min(self.max_interval, max(self.interval, self._woken / self.wakeups_per_second))
+
     async def wait(self) -> None:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new loop (tests run several): the old one's tick is gone
-            self._loop, self._timer, self._waiters = loop, None, []
+            self._loop, self._timer, self._waiters, self._woken = loop, None, [], 0
         waiter = loop.create_future()
         self._waiters.append(waiter)
         if self._timer is None:
-            self._timer = loop.call_later(self.interval, self._tick)
+            self._timer = loop.call_later(self.next_interval(), self._tick)
         await waiter  # a cancelled waiter is only skipped by the tick
 
     def _tick(self) -> None:
         self._timer = None
         waiters, self._waiters = self._waiters, []
+        self._woken = 0
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+                self._woken += 1
 
 
 async def completion_deltas(

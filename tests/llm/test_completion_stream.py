@@ -92,3 +92,28 @@ def test_a_new_event_loop_gets_its_own_tick() -> None:
 
     asyncio.run(abandoned())
     asyncio.run(asyncio.wait_for(ticker.wait(), timeout=5))
+
+
+def test_the_tick_widens_with_the_streams_it_wakes_up_to_its_longest() -> None:
+    """At most `wakeups_per_second` wake-ups a second: 10 streams at a 0.01 s tick is 1,000
+    a second, so with a budget of 200 the next tick is 0.05 s away; cancelled waiters do not
+    count; a tick that woke few goes back to the base interval; never beyond the longest."""
+    ticker = Ticker(interval=0.01, wakeups_per_second=200, max_interval=0.2)
+
+    async def tick_with(streams: int, cancelled: int = 0) -> float:
+        waiting = [asyncio.ensure_future(ticker.wait()) for _ in range(streams + cancelled)]
+        await asyncio.sleep(0)
+        for left in waiting[streams:]:
+            left.cancel()
+        await asyncio.gather(*waiting[:streams])
+        return ticker.next_interval()
+
+    async def run() -> list[float]:
+        return [
+            ticker.next_interval(),
+            await tick_with(10, cancelled=30),
+            await tick_with(2),
+            await tick_with(100),
+        ]
+
+    assert asyncio.run(run()) == [0.01, 0.05, 0.01, 0.2]
