@@ -16,8 +16,8 @@ moment (each answers extractively, `degraded`, with the reason):
 (docs/http-api.md, "Streamed answers"): the client retries only before the first token,
 the deadline bounds the whole stream, and the grounding check runs on the finished text.
 The stream's body is read by app/llm/completion_stream.py, its text handed on once per
-tick of a clock all streams share (READ_INTERVAL_SECONDS): a stream's CPU follows its
-events, not its tokens.
+tick of a clock all streams share (READ_INTERVAL_SECONDS, wider when many streams flow):
+a stream's CPU follows its events, not its tokens.
 """
 
 from __future__ import annotations
