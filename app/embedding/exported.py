@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,7 +31,6 @@ from app.embedding.choice import (
     INT8_SUFFIX,
     PROBES,
     EncoderChoice,
-    EnginePlan,
     export_dir,
     openers,
     pick_onnx,
@@ -197,7 +196,7 @@ def _load_export(
             raise ModelNotExportedError(cache, f"{plan.why}, and the export has no int8 file")
         # The image ships fp32 only unless built with EXPORT_INT8 (68 MB more).
         no_int8 = f"{plan.why}, but no int8 export (python -m app.embedding --int8)"
-        plan = EnginePlan(plan.bf16, False, plan.why if plan.bf16 else no_int8)
+        plan = replace(plan, int8=False, why=plan.why if plan.bf16 else no_int8)
     tokenizer = (cache / export.tokenizer).read_text(encoding="utf-8")
     max_len = export.max_seq_tokens + 2
     opener, bf16 = openers(tokenizer, max_len, threads, intra_op_threads, batch_size)

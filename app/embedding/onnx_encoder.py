@@ -57,8 +57,9 @@ class OrtSession:
         return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
 
 
-def open_session(path: Path, threads: int, *, spinning: bool) -> OrtSession:
-    """An ONNX Runtime CPU session with `threads` intra-op threads.
+def cpu_session(path: Path, threads: int, *, spinning: bool) -> onnxruntime.InferenceSession:
+    """An ONNX Runtime CPU session with `threads` intra-op threads (any ONNX file: the
+    encoder's exports, the ranker's trees).
 
     Spinning: ORT's worker threads busy-wait after each op for the next one. That buys a
     little latency and costs a core per thread for as long as they spin, also between
@@ -71,7 +72,12 @@ def open_session(path: Path, threads: int, *, spinning: bool) -> OrtSession:
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    return OrtSession(ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]))
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def open_session(path: Path, threads: int, *, spinning: bool) -> OrtSession:
+    """An encoder export as a `Session` (`cpu_session`'s options)."""
+    return OrtSession(cpu_session(path, threads, spinning=spinning))
 
 
 class OnnxEncoder:

@@ -4,8 +4,8 @@
 
 Training needs LightGBM; serving does not: the service already runs ONNX Runtime for its
 encoder, and its `TreeEnsemble` (ai.onnx.ml opset 5, double splits and leaf weights) gives
-LightGBM's raw scores bit for bit, 2x faster on a request's few dozen rows than LightGBM's
-Python `predict`, and keeps LightGBM and SciPy (~100 MB) out of the API image.
+LightGBM's raw scores bit for bit, faster on a request's few dozen rows than LightGBM's
+Python `predict`, and keeps LightGBM and SciPy out of the API image (BENCHMARKS.md).
 
 The conversion reads LightGBM's text format (`Booster.save_model`) itself, so it needs the
 `onnx` package (the `embed` extra, as training does) and not LightGBM. What it keeps exact:
@@ -33,7 +33,7 @@ ML_DOMAIN, ML_OPSET = "ai.onnx.ml", 5
 # ONNX Runtime 1.20 (our oldest pin) reads IR 10; onnx writes the newest it knows.
 IR_VERSION = 10
 _CATEGORICAL, _DEFAULT_LEFT = 1, 2
-_MISSING_NONE, _MISSING_ZERO, _MISSING_NAN = 0, 1, 2
+_MISSING_ZERO, _MISSING_NAN = 1, 2  # LightGBM's missing types; 0 is none
 
 
 class UnsupportedModelError(ValueError):

@@ -28,11 +28,9 @@ _DONE = b"[DONE]"
 # The shopper gets the answer's text in pieces this far apart (reading speed is ~20 tokens/s:
 # a 50 ms batch is not seen, and an answer is ~10x fewer events than tokens).
 READ_INTERVAL_SECONDS = 0.05
-# Under load the pieces grow instead of the CPU: a process wakes its streams at most this
-# often a second (25 streams at 50 ms); more streams share it, each tick up to the longest
-# interval (0.2 s: still 5 pieces a second, above reading speed). Each wake-up is a read, a
-# parse and an event out, ~0.1-0.2 ms; at 50 streams the 50 ms tick alone took a fifth of a
-# core (BENCHMARKS.md, "Streamed answers").
+# Under load the pieces grow instead of the CPU (each wake-up is a read, a parse and an
+# event out): a process wakes its streams at most this often a second, 25 streams at 50 ms;
+# more share it, up to the longest interval, still above reading speed.
 WAKEUPS_PER_SECOND = 500
 MAX_READ_INTERVAL_SECONDS = 0.2
 # A read this large means the body came faster than it is read (the reader fell behind, or

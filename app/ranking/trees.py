@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from app.embedding.onnx_encoder import cpu_session
+
 
 class TreeModel:
     """One ensemble; `predict` is what LightGBM's `predict` gives (the sigmoid of a binary
@@ -16,16 +18,9 @@ class TreeModel:
 
     def __init__(self, path: Path) -> None:
         """Raises ValueError: not an ensemble this converter wrote (or unreadable)."""
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        # A request scores a few dozen rows: one thread, and no pool spinning beside it.
-        options.intra_op_num_threads = options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session = ort.InferenceSession(
-                str(path), options, providers=["CPUExecutionProvider"]
-            )
+            # A request scores a few dozen rows: one thread, and no pool spinning beside it.
+            self._session = cpu_session(path, 1, spinning=False)
         except Exception as e:  # ONNX Runtime raises its own exception types
             raise ValueError(f"{path.name}: {e}") from e
         inputs = self._session.get_inputs()
