@@ -27,7 +27,7 @@ P = ParamSpec("P")
 
 
 # `async def` although none awaits: FastAPI runs a plain `def` dependency in the threadpool,
-# a thread hop each (BENCHMARKS.md, "Retrieval latency"); reading attributes needs none.
+# a thread hop each (measured in git history of BENCHMARKS.md); reading attributes needs none.
 async def get_services(request: Request) -> Services:
     services: Services | None = getattr(request.app.state, "services", None)
     if services is None:  # only between app creation and the end of startup

@@ -9,7 +9,7 @@ to torch to 1e-5. It is checked on a probe text against the document engine at s
 
 Its session is set for a server: one intra-op thread and no spinning. A query is a few
 tokens: a second thread buys little, and spinning workers burn CPU that the sync and other
-requests need (BENCHMARKS.md, "Query encoder CPU").
+requests need (`bench/query_cpu.py`; its figures are in git history of BENCHMARKS.md).
 """
 
 from __future__ import annotations
