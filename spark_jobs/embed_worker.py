@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from app.core.catalog import Product
 from app.embedding import Embedder, load_embedder
-from app.embedding.choice import EncoderChoice, cpu_flags
+from app.embedding.choice import EncoderChoice, wants_bf16
 from app.embedding.onnx_encoder import OnnxEncoder, Session, Vectors, open_session
-from app.embedding.openvino_session import BF16_FLAG, open_openvino, openvino_installed
+from app.embedding.openvino_session import open_openvino
 from app.sync.apply import EMBED_GROUP
 from app.sync.chunk_vectors import CONTENT_KEY, EMBEDDED_AT, MODEL_ID, VECTOR
 from app.sync.chunking import ProductChunker
@@ -120,7 +120,7 @@ def _shipped(config: EmbedConfig, onnx: ShippedOnnx) -> tuple[ShippedEncoder, Pr
 
     path = Path(SparkFiles.get(Path(onnx.path).name))
     session: Session
-    if onnx.bf16 and BF16_FLAG in cpu_flags() and openvino_installed():
+    if onnx.bf16 and wants_bf16("auto")[0]:  # this worker's CPU and install, as the driver's
         session = open_openvino(path, config.threads, 1)
     else:
         session = open_session(path, config.threads, spinning=False)
