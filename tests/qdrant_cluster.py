@@ -1,4 +1,5 @@
-"""Three real Qdrant nodes in distributed mode on loopback: a cluster for the server tier.
+"""Real Qdrant nodes on loopback for the server tier: three in distributed mode (a cluster),
+or one server a test owns, to kill and start again (`qdrant_own_server`).
 
 The binary is the one tests/qdrant_server.py starts (`QDRANT_SERVER_BIN`). Each node has
 its own storage folder and free ports (REST, gRPC, p2p); the first starts a new cluster
@@ -26,10 +27,14 @@ NODES = 3
 
 
 class QdrantNode:
-    """One peer: `start()` (again after `kill()`), `url` for its REST API."""
+    """One peer: `start()` (again after `kill()`), `url` for its REST API. With
+    `cluster=False`, a server on its own (not in distributed mode), to kill and restart."""
 
-    def __init__(self, binary: str, folder: Path, bootstrap: str | None) -> None:
+    def __init__(
+        self, binary: str, folder: Path, bootstrap: str | None, *, cluster: bool = True
+    ) -> None:
         self.binary, self.folder, self.bootstrap = binary, folder, bootstrap
+        self.cluster = cluster
         self.http, self.grpc, self.p2p = free_port(), free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.http}"
         self.uri = f"http://127.0.0.1:{self.p2p}"
@@ -45,15 +50,16 @@ class QdrantNode:
             "QDRANT__SERVICE__HTTP_PORT": str(self.http),
             "QDRANT__SERVICE__GRPC_PORT": str(self.grpc),
             "QDRANT__SERVICE__HOST": "127.0.0.1",
-            "QDRANT__CLUSTER__ENABLED": "true",
-            "QDRANT__CLUSTER__P2P__PORT": str(self.p2p),
             "QDRANT__TELEMETRY_DISABLED": "true",
         }
-        # Every peer names its own p2p address; on a restart its Raft state (in storage)
-        # says which cluster it belongs to and --bootstrap is not used again.
-        args = [self.binary, "--uri", self.uri]
-        if self.bootstrap:
-            args += ["--bootstrap", self.bootstrap]
+        args = [self.binary]
+        if self.cluster:
+            env |= {"QDRANT__CLUSTER__ENABLED": "true", "QDRANT__CLUSTER__P2P__PORT": str(self.p2p)}
+            # Every peer names its own p2p address; on a restart its Raft state (in storage)
+            # says which cluster it belongs to and --bootstrap is not used again.
+            args += ["--uri", self.uri]
+            if self.bootstrap:
+                args += ["--bootstrap", self.bootstrap]
         self._log = (self.folder / "qdrant.log").open("ab")
         self.proc = subprocess.Popen(
             args, cwd=self.folder, env=env, stdout=self._log, stderr=subprocess.STDOUT
@@ -137,12 +143,17 @@ class QdrantCluster:
             node.stop()
 
 
+def _binary() -> str:
+    binary = os.environ.get("QDRANT_SERVER_BIN")
+    if not binary or not Path(binary).exists():
+        raise RuntimeError("no Qdrant binary: set QDRANT_SERVER_BIN (a node to kill needs one)")
+    return binary
+
+
 @pytest.fixture(name="qdrant_cluster")
 def qdrant_cluster_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QdrantCluster]:
     """A fresh three-node cluster per test (a test kills and restarts its nodes)."""
-    binary = os.environ.get("QDRANT_SERVER_BIN")
-    if not binary or not Path(binary).exists():
-        raise RuntimeError("no Qdrant binary: set QDRANT_SERVER_BIN (a cluster needs one)")
+    binary = _binary()
     folder = tmp_path_factory.mktemp("qdrant-cluster")
     first = QdrantNode(binary, folder / "node0", None)
     nodes = [first] + [QdrantNode(binary, folder / f"node{i}", first.uri) for i in range(1, NODES)]
@@ -154,3 +165,15 @@ def qdrant_cluster_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(name="qdrant_own_server")
+def qdrant_own_server_fixture(tmp_path: Path) -> Iterator[QdrantNode]:
+    """A Qdrant server of the test's own (not distributed), which it may kill with SIGKILL
+    and start again on the same storage and ports: the session's server must stay up."""
+    node = QdrantNode(_binary(), tmp_path / "qdrant-own", None, cluster=False)
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import calendar
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ import pytest
 
 from app.core.config import Settings, get_settings
 from app.embedding import Embedder
-from app.store import VectorStore, open_store
+from app.store import StoreError, VectorStore, open_store
 from app.sync.engine import SyncEngine
 from app.sync.state import CycleReport
 from app.sync.verify import MirrorReport, mirror_verify
@@ -62,6 +62,31 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, *logs: Path) -
         time.sleep(0.2)
     tails = "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in logs)
     raise AssertionError(f"timed out waiting for {what}\n{tails}")
+
+
+def watch_failures(store: VectorStore, method: str, *, iterates: bool = False) -> list[str]:
+    """Watch one of the store's reads (the real one runs): the list grows by the error of
+    each call that raised StoreError. `iterates`: the method returns an iterator, which
+    raises while it is read."""
+    failed: list[str] = []
+    real = getattr(store, method)
+
+    def called(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return real(*args, **kwargs)
+        except StoreError as e:
+            failed.append(str(e))
+            raise
+
+    def iterated(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        try:
+            yield from real(*args, **kwargs)
+        except StoreError as e:
+            failed.append(str(e))
+            raise
+
+    setattr(store, method, iterated if iterates else called)
+    return failed
 
 
 def long_text(topic: str, sentences: int) -> str:

@@ -5,7 +5,6 @@ and equal to Spark's own `SELECT DISTINCT category` after inserts, re-filings an
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +16,9 @@ import pytest
 from app.core.config import Settings
 from app.query import store_view as store_view_module
 from app.query.category import CategoryVocabulary
-from app.store import ChunkPoint, StoreError, VectorStore, open_store
-from tests.synctools import wait_for
+from app.store import ChunkPoint, VectorStore, open_store
+from tests.qdrant_cluster import QdrantNode, qdrant_own_server_fixture  # noqa: F401
+from tests.synctools import wait_for, watch_failures
 
 DIM = 8
 
@@ -65,9 +65,7 @@ def test_an_empty_vocabulary_is_an_answer_kept_until_the_refresh(
     assert reads == ["category"]
 
 
-def test_a_failed_read_keeps_the_last_list_and_is_retried_soon(
-    store: VectorStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_read_is_retried_soon(store: VectorStore, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_view_module, "RETRY_FAILED_READ_SECONDS", 0.2)
     reads = count_reads(store, monkeypatch)
     vocabulary = CategoryVocabulary(store, refresh_seconds=3600)
@@ -82,20 +80,28 @@ def test_a_failed_read_keeps_the_last_list_and_is_retried_soon(
     wait_for("the first read", lambda: vocabulary.peek() == frozenset({"audio", "kitchen"}), 10)
     assert reads == ["category"] * 2
 
-    # A failed refresh keeps the last good list.
-    often = CategoryVocabulary(store, refresh_seconds=0.2)
-    assert often.get() == {"audio", "kitchen"}
-    failures: list[str] = []
 
-    def failing(field: str, *, limit: int) -> dict[str, int]:
-        failures.append(field)
-        raise StoreError("engine unavailable", backend="test")
+@pytest.mark.server
+def test_a_refresh_while_the_server_is_killed_keeps_the_last_list_and_reads_again_after(
+    qdrant_own_server: QdrantNode,
+) -> None:
+    store = open_store(Settings(qdrant_url=qdrant_own_server.url, qdrant_collection="c"))
+    failed = watch_failures(store, "keyword_counts")
+    try:
+        store.ensure_collection(DIM)
+        store.upsert([chunk(1, "audio"), chunk(2, "kitchen")])
+        often = CategoryVocabulary(store, refresh_seconds=0.2)
+        assert often.get() == {"audio", "kitchen"}
 
-    monkeypatch.setattr(store, "keyword_counts", failing)
-    time.sleep(0.25)
-    assert often.get() == {"audio", "kitchen"}  # the refresh is due: it starts, and fails
-    wait_for("the failed read", lambda: len(failures) >= 1, 10)
-    assert often.get() == {"audio", "kitchen"}
+        qdrant_own_server.kill()  # SIGKILL: the refreshes now fail for real
+        wait_for("a refresh that failed", lambda: often.get() is not None and failed, 10)
+        assert often.get() == {"audio", "kitchen"}  # the last good list is kept
+
+        qdrant_own_server.start()  # same storage and ports: the collection is back
+        store.upsert([chunk(3, "garden")])
+        wait_for("the list read again", lambda: often.get() == {"audio", "kitchen", "garden"}, 20)
+    finally:
+        store.close()
 
 
 def test_vocabulary_reads_the_categories_from_the_store(embedder: Any) -> None:

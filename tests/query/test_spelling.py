@@ -24,10 +24,11 @@ from app.query.spelling import (
     catalog_word_counts,
     dictionary_words,
 )
-from app.store import ChunkPoint, StoreError, VectorStore, open_store
+from app.store import ChunkPoint, VectorStore, open_store
 from tests.demo_index import DemoShard, demo_shard_fixture, replica_settings  # noqa: F401
 from tests.live_server import ServerThread
-from tests.synctools import wait_for
+from tests.qdrant_cluster import QdrantNode, qdrant_own_server_fixture  # noqa: F401
+from tests.synctools import wait_for, watch_failures
 
 NAMES = [
     "Hampton Bay 52 in. Ceiling Fan in Brushed Nickel",
@@ -192,28 +193,33 @@ def test_words_read_before_the_first_sync_are_read_again_soon(
     wait_for("the words after the sync", lambda: words.get().correct("cieling") == "ceiling", 10)
 
 
-def test_a_failed_read_mends_nothing_and_keeps_the_last_words(
-    store: VectorStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_no_collection_yet_mends_nothing(store: VectorStore) -> None:
     words = CatalogWords(store, refresh_seconds=3600)
     # No collection yet (a replica before the first sync): no words, and no error.
     assert words.get().correct("cieling fan") == "cieling fan"
 
-    store.ensure_collection(DIM)
-    store.upsert([chunk(i, "Ceiling Fan") for i in range(3)])
-    fresh = CatalogWords(store, refresh_seconds=0.1)
-    assert fresh.get().correct("cieling fan") == "ceiling fan"
 
-    failures: list[str] = []
+@pytest.mark.server
+def test_a_refresh_while_the_server_is_killed_keeps_the_last_words_and_reads_again_after(
+    qdrant_own_server: QdrantNode,
+) -> None:
+    store = open_store(Settings(qdrant_url=qdrant_own_server.url, qdrant_collection="c"))
+    failed = watch_failures(store, "iter_chunks", iterates=True)
+    try:
+        store.ensure_collection(DIM)
+        store.upsert([chunk(i, "Ceiling Fan") for i in range(3)])
+        fresh = CatalogWords(store, refresh_seconds=0.1)
+        assert fresh.get().correct("cieling fan") == "ceiling fan"
 
-    def failing(*_: object, **__: object) -> Iterator[object]:
-        failures.append("iter_chunks")
-        raise StoreError("engine unavailable", backend="test")
+        qdrant_own_server.kill()  # SIGKILL: each refresh past the interval fails for real
+        wait_for("a failed refresh", lambda: fresh.get() is not None and failed, 10)
+        assert fresh.get().correct("cieling fan") == "ceiling fan"  # the last words are kept
 
-    monkeypatch.setattr(store, "iter_chunks", failing)
-    # Each get() past the interval starts a refresh in the background; it fails.
-    wait_for("a failed refresh", lambda: fresh.get() is not None and len(failures) >= 1, 10)
-    assert fresh.get().correct("cieling fan") == "ceiling fan"  # the last words are kept
+        qdrant_own_server.start()  # same storage and ports
+        store.upsert([chunk(i, "Bathroom Vanity") for i in range(3, 6)])
+        wait_for("the words read again", lambda: fresh.get().correct("vanaty") == "vanity", 20)
+    finally:
+        store.close()
 
 
 @pytest.fixture(scope="module")
