@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 
 from app.eval.data import EvalQuery
 from app.eval.ndcg import condensed_ndcg_at_k
+from app.eval.parallel import each_query
 from app.query import OfflineQueryParser, plan_filters
 from app.query.search import constrained_retrieve
 from app.query.spelling import Speller
 from app.retrieval import Retriever
+from app.retrieval.types import RetrievedProduct
 
 logger = logging.getLogger(__name__)
 
@@ -99,14 +101,20 @@ def evaluate_recommend(
     relevant = relevant_grade(qrels)
     started = time.perf_counter()
     judged = [(q, qrels[q.qid]) for q in queries if qrels.get(q.qid)]
-    for n, (q, grades) in enumerate(judged, start=1):
-        parsed = parser.parse(q.query, categories, speller)
+
+    def shown(query: EvalQuery) -> tuple[list[RetrievedProduct], list[RetrievedProduct], set[int]]:
+        """The ranking with the cut off, its top k, and the ids the cut keeps of those."""
+        parsed = parser.parse(query.query, categories, speller)
         plan = plan_filters(parsed, None)
         text = parsed.search_text
         ranked = constrained_retrieve(retriever, text, depth, plan, margin=math.inf).products
-        report.per_query[q.qid] = condensed_ndcg_at_k([p.id for p in ranked], grades, k)
         uncut = constrained_retrieve(retriever, text, k, plan, margin=math.inf).products
         kept = {p.id for p in constrained_retrieve(retriever, text, k, plan).products}
+        return ranked, uncut, kept
+
+    searched = zip(judged, each_query(shown, [q for q, _ in judged]), strict=True)
+    for n, ((q, grades), (ranked, uncut, kept)) in enumerate(searched, start=1):
+        report.per_query[q.qid] = condensed_ndcg_at_k([p.id for p in ranked], grades, k)
         for p in uncut:
             grade = grades.get(p.id)
             if grade is None:

@@ -7,9 +7,11 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from app.eval.data import EvalQuery
 from app.eval.ndcg import condensed_ndcg_at_k
+from app.eval.parallel import each_query
 from app.retrieval import Retriever
 
 logger = logging.getLogger(__name__)
@@ -32,6 +34,11 @@ class EvalReport:
         return max((len(s) for s in self.per_query.values()), default=0)
 
 
+def ranked_ids(retriever: Retriever, depth: int, query: str) -> list[int]:
+    """The ids of the `depth` best products for `query`, best first."""
+    return [p.id for p in retriever.retrieve(query, top_k=depth)]
+
+
 def evaluate(
     queries: Sequence[EvalQuery],
     qrels: Mapping[str, Mapping[int, float]],
@@ -50,8 +57,9 @@ def evaluate(
     for name, retriever in rankings.items():
         started = time.perf_counter()
         scores = report.per_query.setdefault(name, {})
-        for n, (q, grades) in enumerate(judged, start=1):
-            ranked = [p.id for p in retriever.retrieve(q.query, top_k=depth)]
+        rank = partial(ranked_ids, retriever, depth)
+        found = zip(judged, each_query(rank, [q.query for q, _ in judged]), strict=True)
+        for n, ((q, grades), ranked) in enumerate(found, start=1):
             scores[q.qid] = condensed_ndcg_at_k(ranked, grades, k)
             if n % 1000 == 0:
                 logger.info("eval %s: %d/%d queries", name, n, len(judged))

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,7 @@ class CachedEmbedder(Embedder):
     cache_dir: Path = field(default=DEFAULT_CACHE_DIR)
     _rows: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict, repr=False)
     _new: int = field(default=0, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def wrap(cls, embedder: Embedder, cache_dir: Path) -> CachedEmbedder:
@@ -72,9 +74,10 @@ class CachedEmbedder(Embedder):
         todo = sorted({i for i, k in enumerate(keys) if k not in self._rows})
         if todo:
             fresh = super().embed([texts[i] for i in todo])
-            for row, i in enumerate(todo):
-                self._rows[keys[i]] = fresh[row]
-            self._new += len(todo)
+            with self._lock:  # the eval searches two queries at once (app.eval.parallel)
+                for row, i in enumerate(todo):
+                    self._rows[keys[i]] = fresh[row]
+                self._new += len(todo)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._rows[k] for k in keys]).astype(np.float32, copy=False)

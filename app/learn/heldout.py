@@ -20,6 +20,7 @@ import statistics
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +30,8 @@ from app.core.config import Settings
 from app.embedding import Embedder
 from app.eval.index import build_chunk_index, chunker_for
 from app.eval.ndcg import condensed_ndcg_at_k
+from app.eval.parallel import each_query
+from app.eval.runner import ranked_ids
 from app.eval.vector_cache import CachedEmbedder
 from app.learn.judgments import Folds, Judgments
 from app.retrieval import Retriever
@@ -90,8 +93,10 @@ def score_queries(
             }
             progress = Progress(logger, f"{label}: held-out queries", len(queries) * len(MODES))
             for mode, retriever in retrievers.items():
-                for q in queries:
-                    ranked = [p.id for p in retriever.retrieve(q.query, top_k=DEPTH)]
+                rankings = each_query(
+                    partial(ranked_ids, retriever, DEPTH), [q.query for q in queries]
+                )
+                for q, ranked in zip(queries, rankings, strict=True):
                     per_query[mode][q.qid] = condensed_ndcg_at_k(ranked, judgments.qrels[q.qid], K)
                     progress.advance(1)
         finally:

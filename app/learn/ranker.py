@@ -71,6 +71,7 @@ from app.eval.data import (
 from app.eval.folds import fold_of
 from app.eval.index import build_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
+from app.eval.parallel import each_query
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
 from app.learn.encoder import weights_id
 from app.learn.tree_onnx import convert_file
@@ -90,6 +91,7 @@ from app.ranking.model import (
 )
 from app.ranking.trees import TreeModel
 from app.retrieval import Retriever
+from app.store.base import ProductHit
 from app.sync.progress import Progress
 
 logger = logging.getLogger(__name__)
@@ -168,12 +170,16 @@ def collect(
     parser = OfflineQueryParser()
     out = []
     progress = Progress(logger, "ranker candidates", len(queries))
-    for qid, text in queries:
+
+    def searched(text: str) -> tuple[list[ProductHit], npt.NDArray[np.float64]]:
         parsed = parser.parse(text, categories, speller)
         plan = plan_filters(parsed, None)
         flt = None if plan.search_filter.is_empty else plan.search_filter
         hits = retriever.candidates(parsed.search_text, CANDIDATE_DEPTH, flt)
-        matrix = feature_matrix(parsed.search_text, flt, hits)
+        return hits, feature_matrix(parsed.search_text, flt, hits)
+
+    found = each_query(searched, [text for _, text in queries])
+    for (qid, _), (hits, matrix) in zip(queries, found, strict=True):
         judged = qrels[qid]
         keep = [i for i, h in enumerate(hits) if h.product_id in judged]
         out.append(

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+import re
+import threading
 from pathlib import Path
 
 import pytest
 
 from app.core.config import Settings
+from app.eval import parallel
 from app.eval.__main__ import _parse, comparison_fusion, main
 from app.eval.data import load_qrels
 from app.eval.ndcg import condensed_ndcg_at_k, dcg, ndcg_at_k
+from app.eval.parallel import each_query
 from app.store.hybrid import FusionSpec
 
 
@@ -90,3 +94,35 @@ def test_comparison_fusions_are_flags_not_settings() -> None:
     # The service's settings have no such fields: an old FUSION=rrf changes nothing.
     assert not {"fusion", "rrf_k", "feedback_weight"} & set(Settings.model_fields)
     assert Settings(fusion="rrf").model_dump() == settings.model_dump()
+
+
+def test_each_query_keeps_the_order_and_runs_two_at_once() -> None:
+    started = threading.Barrier(2, timeout=10)
+
+    def meet(i: int) -> tuple[int, str]:
+        if i < 2:
+            started.wait()  # returns only when both first items run at the same time
+        return i, threading.current_thread().name
+
+    out = list(each_query(meet, range(6), threads=2))
+    assert [i for i, _ in out] == list(range(6))
+    assert all(name.startswith("eval-query") for _, name in out)
+
+
+@pytest.mark.slow
+def test_queries_side_by_side_score_exactly_as_one_at_a_time(
+    capsys: pytest.CaptureFixture[str],
+    embedder: object,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    printed = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(parallel, "QUERY_THREADS", threads)
+        # A cache of its own each: both runs embed every query afresh.
+        assert main(["--cache-dir", str(tmp_path / str(threads)), "--per-query"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        # Every per-query score, the means and the cut's counts; not the timings.
+        printed[threads] = [re.sub(r"\(\d+\.\ds\)|in \d+\.\ds", "", line) for line in lines]
+    assert printed[1] == printed[2]
+    assert sum(line.startswith("q") for line in printed[2]) >= 30  # the demo's judged queries
