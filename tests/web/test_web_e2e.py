@@ -477,11 +477,21 @@ def test_opening_a_product_sends_a_click_on_its_answer(browser: Browser, site: s
 
 
 # --- the shop's analytics view ---------------------------------------------------------
-def ingest_closed_segments(spark: Any, tmp: Path) -> None:
-    """`ingest_events` (Spark) once every segment the service wrote is closed."""
+def ingest_closed_segments(spark: Any, tmp: Path, answered: list[str]) -> None:
+    """`ingest_events` (Spark) once the answers to the `answered` queries are in closed
+    segments and no segment is open. An answer's events are queued and written within
+    EVENTS_FLUSH_SECONDS of it, so "none open" alone can hold before the last answer's
+    line exists (and it then misses the ingest)."""
     events = tmp / "data" / "events"
+
+    def closed_queries() -> set[str]:
+        lines = (line for f in events.glob("*.jsonl") for line in f.read_text().splitlines())
+        return {json.loads(line).get("query") for line in lines if line}
+
     wait_for(
-        "the service to close its event segment", lambda: not any((events / "_open").glob("*")), 60
+        "the answers' events in closed segments",
+        lambda: set(answered) <= closed_queries() and not any((events / "_open").glob("*")),
+        60,
     )
     run_ingest_events(
         spark, str(events), str(tmp / "data" / "tables" / "interactions"), str(tmp / "ingest")
@@ -498,7 +508,11 @@ def test_the_analytics_view_shows_what_shoppers_did(
     assert clicked.value.status == 202
     ask(page, "a carry-on suitcase for a weekend away", category="travel")  # none in the shop
     expect(page.locator(".products .card")).to_have_count(0)
-    ingest_closed_segments(spark, web_tmp)
+    ingest_closed_segments(
+        spark,
+        web_tmp,
+        ["a rechargeable lantern for the campsite", "a carry-on suitcase for a weekend away"],
+    )
 
     page = open_page(browser, site)
     page.get_by_role("link", name="Shop analytics").click()
