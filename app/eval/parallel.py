@@ -1,7 +1,7 @@
 """Judged queries run side by side, two at a time: the query encoder (ONNX Runtime or
 OpenVINO) runs without the GIL, so a second thread overlaps it with the other query's
-Python. The edge shard's search holds the GIL, which caps the gain (1.20x on Home Depot's
-fold 0: BENCHMARKS.md, "Learning"). Every query is still searched alone, exactly as the
+Python. The edge shard's search holds the GIL, which caps the gain (BENCHMARKS.md,
+"Learning"). Every query is still searched alone, exactly as the
 service searches it, so the scores do not depend on the thread count."""
 
 from __future__ import annotations
