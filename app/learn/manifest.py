@@ -2,9 +2,9 @@
 
 Held-out figures are condensed nDCG@10 per fold (app.learn.heldout). Per fold, `base` is
 today's service (the packaged encoder; `service` = the settings' fusion, `dense` = the
-encoder alone) on every fold, and `learned_encoder` the fine-tuned encoder where it was
-measured: only on folds it never trained on. The summary compares the two on exactly those
-folds' queries.
+encoder alone) and `learned_encoder` the fine-tuned encoder, both on the folds the
+fine-tune was measured on (folds it never trained on; every fold with `--no-encoder`). The
+summary compares the two on exactly those folds' queries.
 """
 
 from __future__ import annotations
