@@ -81,7 +81,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--negative-share", type=float, default=d.negative_share, help="x top grade: irrelevant"
     )
-    p.add_argument("--no-hard-negatives", action="store_true", help="in-batch negatives only")
+    p.add_argument(
+        "--hard-negatives",
+        action="store_true",
+        help="a judged-irrelevant product beside each pair (default: in-batch negatives only)",
+    )
     p.add_argument(
         "--threads",
         type=int,
@@ -105,7 +109,7 @@ def _encoder_settings(args: argparse.Namespace) -> EncoderSettings:
         learning_rate=args.learning_rate,
         positive_share=args.positive_share,
         negative_share=args.negative_share,
-        hard_negatives=not args.no_hard_negatives,
+        hard_negatives=args.hard_negatives,
         max_seq_length=args.max_seq_length,
         max_steps=args.max_steps,
         seed=args.seed,

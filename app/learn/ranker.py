@@ -165,10 +165,11 @@ def collect(
     folds: int,
     serving: int = 30,
     speller: Speller | None = None,
+    depth: int = CANDIDATE_DEPTH,
 ) -> list[QueryRows]:
     """Candidates and features per judged query, through the service's own search path
     (`serving`: RANKER_CANDIDATES, the candidates the service re-orders per request;
-    `speller`: the service's, QUERY_SPELLING)."""
+    `speller`: the service's, QUERY_SPELLING; `depth`: candidates searched, >= `serving`)."""
     parser = OfflineQueryParser()
     out = []
     progress = Progress(logger, "ranker candidates", len(queries))
@@ -177,7 +178,7 @@ def collect(
         parsed = parser.parse(text, categories, speller)
         plan = plan_filters(parsed, None)
         flt = None if plan.search_filter.is_empty else plan.search_filter
-        hits = retriever.candidates(parsed.search_text, CANDIDATE_DEPTH, flt)
+        hits = retriever.candidates(parsed.search_text, depth, flt)
         return hits, feature_matrix(parsed.search_text, flt, hits)
 
     found = each_query(searched, [text for _, text in queries])
@@ -428,7 +429,6 @@ def fit(
         "classifier_feature_gain": {
             n: round(float(w), 1) for n, w in zip(FEATURES, classifier_weights, strict=True)
         },
-        "candidate_depth": CANDIDATE_DEPTH,
         "relevant_grade": relevant,
         "folds": folds,
         "holdout_fold": holdout,
@@ -507,6 +507,7 @@ def train_ranker(
     holdout: int | None = None,
     cache_dir: Path = DEFAULT_CACHE_DIR,
     max_queries: int = 0,
+    depth: int = CANDIDATE_DEPTH,
 ) -> dict[str, Any]:
     """Train, cross-validate and save a ranker into `out_dir / "ranker"`.
 
@@ -522,6 +523,7 @@ def train_ranker(
         max_queries: train on this many judged queries at most (0: all), a sample by a
             hash of the qid (a budget on a crowded machine).
         cache_dir: the eval's dense vector cache.
+        depth: candidates searched per query (at least the settings' RANKER_CANDIDATES).
 
     Returns:
         The manifest's ranker section: per-fold held-out nDCG@10 of the ranker and of
@@ -529,6 +531,8 @@ def train_ranker(
     """
     if folds < 2:
         raise ValueError(f"folds: need at least 2, got {folds}")
+    if depth < settings.ranker_candidates:
+        raise ValueError(f"depth {depth} < RANKER_CANDIDATES {settings.ranker_candidates}")
     started = time.perf_counter()
     qrels = load_qrels(judgments_dir / QRELS_FILE)
     queries = [
@@ -576,6 +580,7 @@ def train_ranker(
                 folds,
                 serving=base.ranker_candidates,
                 speller=speller,
+                depth=depth,
             )
         finally:
             embedder.save()
@@ -584,6 +589,7 @@ def train_ranker(
     trained, report = fit(rows, folds, seed, top_grade, holdout)
     save_ranker(out_dir / "ranker", trained, _stack(rows)[0])
     report["encoder"] = str(encoder_dir) if encoder_dir else embedder.model_id
+    report["candidate_depth"] = depth
     report["seconds"] = {"candidates": collected, "total": time.perf_counter() - started}
     return report
 
@@ -602,6 +608,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--max-queries", type=int, default=0, help="a sample of the judged queries (0: all)"
     )
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    p.add_argument(
+        "--depth", type=int, default=CANDIDATE_DEPTH, help="candidates searched per query"
+    )
     return p.parse_args(argv)
 
 
@@ -621,6 +630,7 @@ def main(argv: list[str] | None = None) -> int:
         holdout=args.holdout,
         max_queries=args.max_queries,
         cache_dir=args.cache_dir,
+        depth=args.depth,
     )
     manifest_path = args.out / MANIFEST
     manifest: dict[str, Any] = {"format": MANIFEST_FORMAT, "judgments": str(args.judgments)}

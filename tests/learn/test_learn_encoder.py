@@ -7,6 +7,7 @@ The real model is fine-tuned (a few steps on CPU); no dev data is read.
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from app.core.config import Settings
 from app.embedding.learned import encoder_embedder
 from app.eval.folds import fold_of
 from app.learn.__main__ import main
-from app.learn.encoder import EncoderSettings, examples
+from app.learn.encoder import EncoderSettings, batches, examples
 from app.learn.heldout import score_judged, score_queries
 from app.learn.judgments import Folds, load_judgments
 from app.learned import load_learned_model
@@ -170,3 +171,27 @@ def test_the_ranker_over_the_fine_tune_and_the_eval_use_its_vectors(
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         [f"all-MiniLM-L6-v2{suffix}.npz", f"{encoder_id}{suffix}.npz"]
     )
+
+
+def test_hard_negatives_are_judged_irrelevant_and_batched_apart(tmp_path: Path) -> None:
+    judged = load_judgments(write_tiny_judgments(tmp_path / "judged"))
+    texts = {p.id: p.name for p in judged.products}
+    train = {q.qid for q in judged.queries}
+    # Off by default: pairs only.
+    assert all(e.negative is None for e in examples(judged, train, texts, EncoderSettings()))
+    settings = EncoderSettings(hard_negatives=True)
+    triplets = examples(judged, train, texts, settings)
+    assert triplets and all(e.negative is not None for e in triplets)
+    irrelevant = {
+        (q.query, texts[p])
+        for q in judged.queries
+        for p, g in judged.qrels[q.qid].items()
+        if g <= settings.negative_share * judged.top_grade
+    }
+    assert all((e.query, e.negative) in irrelevant for e in triplets)
+    # A batch is all triplets or all pairs (the loss takes one shape), never a text twice.
+    mixed = triplets[:6] + examples(judged, train, texts, EncoderSettings())[6:]
+    for batch in batches(mixed, 4, random.Random(0)):
+        assert len({e.negative is None for e in batch}) == 1
+        texts_in = [t for e in batch for t in (e.query, e.positive, e.negative) if t]
+        assert len(texts_in) == len(set(texts_in))
