@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             else _encoders(args, settings, judgments, folds, base, stage)
         )
         # Only the folds the fine-tune was scored on: a base figure beside no learned one is
-        # search time for nothing (Home Depot: 9 of app.learn's 31 minutes, every fold).
+        # search time for nothing.
         scored = folds.of if not learned else {q for f in learned for q in folds.qids(f)}
         base_scores = score(
             args.measure, judgments, scored, base, settings, args.cache_dir, "today's service"

@@ -4,13 +4,12 @@ The loss is sentence-transformers' MultipleNegativesRankingLoss: each query must
 judged-relevant product out of the batch's other products (in-batch negatives) and, with
 `hard_negatives` and where the query has one, a product judged irrelevant for it (a hard
 negative: the shop's own search showed it for that query, which is why it was judged). Off
-by default: on Home Depot's fold 0 they moved nothing (service 0.7443 with, 0.7429 without,
-within a seed's noise) and cost a third text in 60 of 168 steps. Grades are read relative
-to the set's top grade: a pair is a positive at >= `positive_share` of it and a hard
-negative at <= `negative_share` (Home Depot 0..2: >= 1.67 and <= 0.67; CrowdFlower 0..3: 3
-and 0-1). Unjudged products are never used as negatives: Home Depot judges ~6 of 54,667
-products per query, so an unjudged top candidate is as likely a missed match as a wrong
-one.
+by default: on Home Depot they moved nothing and cost a third text per step (BENCHMARKS.md,
+"Learning"). Grades are read relative to the set's top grade: a pair is a positive at >=
+`positive_share` of it and a hard negative at <= `negative_share` (Home Depot 0..2: >= 1.67
+and <= 0.67; CrowdFlower 0..3: 3 and 0-1). Unjudged products are never used as negatives:
+Home Depot judges ~6 of 54,667 products per query, so an unjudged top candidate is as
+likely a missed match as a wrong one.
 
 A product is embedded as the sync embeds it: its first chunk's text (name, then the start of
 the description). The loop is a plain torch loop over the loss module (sentence-transformers'

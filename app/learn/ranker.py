@@ -96,11 +96,10 @@ from app.sync.progress import Progress
 
 logger = logging.getLogger(__name__)
 
-# Candidates per query the ranker learns from: a little past the RANKER_CANDIDATES (12) the
-# service re-orders and cuts. On Home Depot's fold 0, 30 gave the same /recommend as the
-# eval's 100 (0.7568 / 0.7567) and a cut that removed 7.3% of the irrelevant for 1.2% of
-# the relevant (100: 3.4% for 0.7%), in half the ranker's time (3 min against 6 min 20 s).
-# The per-fold nDCG it reports is over these candidates, not app.eval's top 100.
+# Candidates per query the ranker learns from: a little past the RANKER_CANDIDATES the
+# service re-orders and cuts, so its rows look like what it serves; 100 (app.eval's depth)
+# cost twice the time for the same /recommend (BENCHMARKS.md, "Learning"). The per-fold nDCG
+# it reports is over these candidates, not app.eval's top 100.
 CANDIDATE_DEPTH = 30
 K = 10
 # Small trees, slow learning, few rounds: ~20 features and a few thousand queries at most.
@@ -122,8 +121,8 @@ PARAMS: dict[str, Any] = {
     "bagging_fraction": 0.8,
     "bagging_freq": 1,
     "lambda_l2": 1.0,
-    # One thread: two OpenMP threads spin-wait for each other on a busy 2-core machine (a
-    # fold's fit took 45-180 s beside a fine-tune instead of 2 s, and slowed the fine-tune 5x).
+    # One thread: two OpenMP threads spin-wait on a busy 2-core machine, slowing the fit and
+    # its neighbours many times over (docs/troubleshooting.md).
     "num_threads": 1,
     "deterministic": True,
     "force_row_wise": True,
