@@ -21,7 +21,7 @@ real embeddings of the labelled eval queries, so scores and the threshold behave
 
 `--store server` serves the same points from a Qdrant server too (QDRANT_URL, or a server
 started from QDRANT_SERVER_BIN): one API process per `--transports` entry (REST, gRPC),
-and `--server-workers` API processes (uvicorn --workers) over each, all running at once;
+and `--server-workers` API processes (app/api/serve.py) over each, all running at once;
 every phase goes round them `--rounds` times, and each median is printed as server / edge
 for hybrid retrieval. It adds a phase with each query's own category (that of its best
 unfiltered match) and the same price bounds, beside the categories given in turn.
@@ -448,7 +448,7 @@ def main() -> int:
         "--server-workers",
         type=int,
         default=2,
-        help="--store server: also serve with this many API processes (uvicorn --workers)",
+        help="--store server: also serve with this many API processes (WEB_CONCURRENCY)",
     )
     ap.add_argument(
         "--rounds",

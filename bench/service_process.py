@@ -97,7 +97,7 @@ class ServiceProcess(_ManagedProcess):
     ):
         """With `qdrant_url`, the store is that server's `collection`, not the shard;
         `learned_model` is LEARNED_MODEL (e.g. a ranker), none by default; `workers` API
-        processes behind one port (uvicorn --workers); `env` more settings."""
+        processes on one port (app/api/serve.py); `env` more settings."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.mode = mode
@@ -120,11 +120,10 @@ class ServiceProcess(_ManagedProcess):
         if qdrant_url:
             env["QDRANT_URL"] = qdrant_url
             env["QDRANT_COLLECTION"] = collection or "products"
-        self._cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
-        self._cmd += ["--port", str(self.port), "--log-level", "warning"]
-        # As scripts/serve.sh runs it: workers, and TCP_NODELAY on their connections.
-        nodelay = "app.api.nodelay:NoDelayHttpToolsProtocol"
-        self._cmd += ["--workers", str(workers), "--http", nodelay]
+        # As scripts/serve.sh runs it: `workers` processes, a socket each (app/api/serve.py).
+        env["WEB_CONCURRENCY"] = str(workers)
+        self._cmd = [sys.executable, "-m", "app.api.serve", "--host", "127.0.0.1"]
+        self._cmd += ["--port", str(self.port)]
         self._env = env
         self._startup_s = startup_s
         self.workers = workers
@@ -160,7 +159,7 @@ class ServiceProcess(_ManagedProcess):
 
 
 def _children(pid: int) -> list[int]:
-    """The live child processes of `pid` (uvicorn's workers)."""
+    """The live child processes of `pid` (the API processes)."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(c) for c in (task / "children").read_text().split()]

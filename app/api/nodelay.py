@@ -1,11 +1,12 @@
 """uvicorn's httptools protocol with Nagle's algorithm off on every connection it serves.
 
-With `--workers N` uvicorn binds the listening socket itself, as `socket.socket(family)`:
-protocol number 0, not IPPROTO_TCP, so asyncio's own TCP_NODELAY (set only on sockets that
-say IPPROTO_TCP) is skipped on every connection the workers accept. A response's headers
-and body then leave in two writes, and the second waits for the client's delayed ACK:
-+40 ms per request on a keep-alive connection (a trivial app measured 2.5 ms with one
-process, 44 ms with two). scripts/serve.sh runs uvicorn with `--http` set to this class.
+A listening socket made as `socket.socket(family)` (uvicorn's with `--workers N`, each of
+app/api/serve.py's workers') says protocol number 0, not IPPROTO_TCP, so asyncio's own
+TCP_NODELAY (set only on sockets that say IPPROTO_TCP) is skipped on every connection
+accepted from it. A response's headers and body then leave in two writes, and the second
+waits for the client's delayed ACK: +40 ms per request on a keep-alive connection (a
+trivial app measured 2.5 ms with one process, 44 ms with two). app/api/serve.py gives
+uvicorn this class.
 
 httptools (a C parser) rather than h11: a streamed answer sends an event per tick, and each
 costs less in C (BENCHMARKS.md, "Streamed answers").

@@ -1,17 +1,15 @@
 """How many API processes serve one port (WEB_CONCURRENCY), and where only one can.
 
-`python -m app.api.processes` prints the number for `uvicorn --workers`
-(scripts/serve.sh), or names the setting to change and exits 2: more than one process needs
-SYNC_MODE=off (one syncer writes; docs/scale-out.md) and a Qdrant server (the embedded
-engine's shard is one process's). Each worker checks again at start (app/api/services.py),
-for a uvicorn started by hand, which reads WEB_CONCURRENCY itself.
+`python -m app.api.serve` (scripts/serve.sh) starts that many, or names the setting to change
+and exits 2: more than one process needs SYNC_MODE=off (one syncer writes;
+docs/scale-out.md) and a Qdrant server (the embedded engine's shard is one process's). Each
+worker checks again at start (app/api/services.py), for a uvicorn started by hand, which
+reads WEB_CONCURRENCY itself.
 """
 
 from __future__ import annotations
 
-import sys
-
-from app.core.config import Settings, get_settings
+from app.core.config import Settings
 from app.core.errors import TerminalError
 
 
@@ -38,15 +36,3 @@ def check_processes(settings: Settings) -> int:
         )
     return n
 
-
-def main() -> int:
-    try:
-        print(check_processes(get_settings()))
-    except ScaleOutError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

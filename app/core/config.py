@@ -200,9 +200,9 @@ class Settings(BaseSettings):
     interactions_table_path: str = ""  # default: $DATA_DIR/tables/interactions
 
     # --- HTTP ----------------------------------------------------------------------------
-    # API processes scripts/serve.sh starts behind one port (uvicorn --workers; uvicorn
-    # reads it too). More than one needs SYNC_MODE=off and QDRANT_URL: the embedded engine
-    # is one process's, and one syncer writes (docs/scale-out.md).
+    # API processes app/api/serve.py starts on one port (a hand-started uvicorn reads it
+    # too). More than one needs SYNC_MODE=off and QDRANT_URL: the embedded engine is one
+    # process's, and one syncer writes (docs/scale-out.md).
     web_concurrency: int = Field(1, ge=1, le=64)
     max_query_chars: int = Field(500, ge=1)
     max_body_bytes: int = Field(16_384, ge=256)

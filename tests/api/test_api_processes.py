@@ -5,10 +5,11 @@ The syncer (`python -m app.sync --once`, a process of its own) mirrors the commi
 `cow_aged` table (118 products; tests/fixtures/tables/make_tables.py) into a collection of
 its own on the session's server. Two uvicorn workers then serve it on one port: answers
 to the same query are the same whichever worker gives them, the impressions they record
-name two processes (their `source`, host:pid), and a worker killed with SIGKILL is
-replaced by uvicorn while the port keeps answering. A configuration that cannot run two
-processes (the sync embedded, or no server) is refused at start with the setting to
-change, before anything is opened.
+name two processes (their `source`, host:pid), keep-alive connections opened at once are
+spread over both (each worker listens on a socket of its own: app/api/serve.py), and a
+worker killed with SIGKILL is replaced while the port keeps answering. A configuration
+that cannot run two processes (the sync embedded, or no server) is refused at start with
+the setting to change, before anything is opened.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -54,7 +56,7 @@ def _env(folder: Path, **extra: str) -> dict[str, str]:
 
 
 def _workers(parent: int) -> set[int]:
-    """uvicorn's worker processes: the children of the supervisor running app.main."""
+    """The API processes: the children of the supervisor (app/api/serve.py)."""
     found = set()
     for task in Path(f"/proc/{parent}/task").iterdir():
         for child in (task / "children").read_text().split():
@@ -143,6 +145,67 @@ def test_two_processes_serve_one_port_with_the_same_answers(
         time.sleep(0.3)
 
 
+def _alive(pid: int) -> bool:
+    """Running, not exited (a zombie has closed its files)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def _sockets(pid: int, port: int) -> dict[str, list[str]]:
+    """The TCP sockets on `port` the process `pid` holds, by state ("01" established,
+    "0A" listening): their inodes, from /proc (shared ones appear in every holder)."""
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd) if fd.is_symlink() else ""
+        if target.startswith("socket:["):
+            held.add(target[8:-1])
+    found: dict[str, list[str]] = {"01": [], "0A": []}
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], fields[9]
+            if local_port == port and state in found and inode in held:
+                found[state].append(inode)
+    return found
+
+
+@pytest.mark.server
+def test_each_worker_listens_on_its_own_socket_and_a_burst_is_spread(
+    served: tuple[str, subprocess.Popen[bytes], Path],
+) -> None:
+    """With one listening socket shared (`uvicorn --workers`), the worker awake first
+    accepts every connection waiting: in bench/retrieval.py's 16-client phases, all 16
+    keep-alive connections on one worker in some rounds. With a socket per worker
+    (SO_REUSEPORT) the kernel spreads new connections by address: 16 opened at once land
+    on both (all 16 on one: p = 2 x 2^-16)."""
+    url, proc, _ = served
+    port = int(url.rsplit(":", 1)[1])
+    workers = _workers(proc.pid)
+    listening = [_sockets(pid, port)["0A"] for pid in workers]
+    assert all(len(s) == 1 for s in listening), listening
+    assert len({s[0] for s in listening}) == len(workers), listening
+    request = f"GET /ready HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    pool = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(16)]
+    try:
+        for conn in pool:  # all at once
+            conn.setblocking(False)
+            conn.connect_ex(("127.0.0.1", port))
+        for conn in pool:
+            conn.settimeout(30)
+            conn.sendall(request)
+        for conn in pool:
+            assert conn.recv(65536).startswith(b"HTTP/1.1 200"), "a /ready on the pool failed"
+        held = {pid: len(_sockets(pid, port)["01"]) for pid in workers}
+        assert sum(held.values()) == 16, held
+        assert all(n > 0 for n in held.values()), held
+    finally:
+        for conn in pool:
+            conn.close()
+
+
 @pytest.mark.server
 def test_a_killed_worker_is_replaced_and_the_port_keeps_answering(
     served: tuple[str, subprocess.Popen[bytes], Path],
@@ -152,9 +215,14 @@ def test_a_killed_worker_is_replaced_and_the_port_keeps_answering(
     victim = min(before)
     expected = _ask(url)
     os.kill(victim, signal.SIGKILL)
+    # Until its exit closes its socket, the kernel may still queue a connection on it, and
+    # that one is reset, as with any crash of a server on SO_REUSEPORT sockets
+    # (net.ipv4.tcp_migrate_req=1 hands them to another worker: docs/scale-out.md).
+    while _alive(victim):
+        time.sleep(0.01)
     deadline = time.monotonic() + 120
     while True:
-        # Every request meanwhile is answered, by the worker left or by the new one.
+        # Every request after that is answered, by the worker left or by the new one.
         assert _ask(url) == expected
         now = _workers(proc.pid)
         if len(now) == 2 and victim not in now:
