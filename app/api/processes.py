@@ -35,4 +35,3 @@ def check_processes(settings: Settings) -> int:
             f"at {settings.qdrant_path} is one process's"
         )
     return n
-
