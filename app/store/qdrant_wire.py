@@ -3,13 +3,18 @@
 `QdrantClient.query_batch_points` deep-copies every request before it sends it (to resolve
 inference objects we never use): 350 objects per request for a 384-d query vector, the
 largest client-side cost of a search (profiled: 0.7 s of 4.6 s over 200 searches). The
-stubs the client exposes (`client.http`, `client.grpc_points`) send the same requests
-without it. Over gRPC the answer is read into `WirePoint`s, not into pydantic models.
-Over REST the clients keep their connections and take answers uncompressed (`rest_options`).
+stubs the client exposes send the same requests without it. Either transport's answer is
+read into `WirePoint`s, not into pydantic models: over REST the batch goes out through the
+client's own httpx client (its node, headers, keep-alive and timeout) and the JSON answer
+is read as dicts, 0.4-0.7 ms of client CPU less per search than qdrant-client's
+`query_batch_points` stub with its middleware and response models (2.1-2.9 ms a batch,
+scratch measurement on bench/retrieval.py's 20k catalog, BENCHMARKS.md). The clients keep
+their connections and take answers uncompressed (`rest_options`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +22,7 @@ import httpx
 from qdrant_client import QdrantClient, models
 from qdrant_client import grpc as pb
 from qdrant_client.conversions.conversion import GrpcToRest, RestToGrpc
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 # qdrant-client turns keep-alive off for a server on localhost and asks for gzip: a new TCP
 # connection and a compressed answer per request. Keep-alive with gzip was worse (46 ms a
@@ -24,6 +30,7 @@ from qdrant_client.conversions.conversion import GrpcToRest, RestToGrpc
 # plain answers took 3.5 ms. Idle connections are dropped before a server closes them.
 REST_KEEPALIVE = httpx.Limits(max_keepalive_connections=16, keepalive_expiry=4.0)
 REST_HEADERS = {"accept-encoding": "identity"}
+JSON_HEADERS = {"content-type": "application/json"}
 # A gRPC search that has not answered by then counts as a node that cannot be reached
 # (DEADLINE_EXCEEDED: app/store/qdrant_nodes.py moves to the next node).
 GRPC_TIMEOUT_SECONDS = 30.0
@@ -44,17 +51,39 @@ def query_batch(
 ) -> list[list[Any]]:
     """The scored points of each request, in one call to `client`'s server."""
     if not grpc:
-        batch = models.QueryRequestBatch(searches=requests)
-        answer = client.http.search_api.query_batch_points(
-            collection_name=collection, query_request_batch=batch
-        )
-        return [r.points for r in answer.result or []]
+        return _rest_batch(client, collection, requests)
     request = pb.QueryBatchPoints(
         collection_name=collection,
         query_points=[RestToGrpc.convert_query_request(r, collection) for r in requests],
     )
     response = client.grpc_points.QueryBatch(request, timeout=GRPC_TIMEOUT_SECONDS)
     return [[_point(p) for p in r.result] for r in response.result]
+
+
+def _rest_batch(
+    client: QdrantClient, collection: str, requests: list[models.QueryRequest]
+) -> list[list[WirePoint]]:
+    api = client.http.client  # qdrant-client's ApiClient: `host` and its httpx.Client
+    body = models.QueryRequestBatch(searches=requests).model_dump_json(
+        by_alias=True,
+        exclude_unset=True,
+        exclude_none=True,  # as qdrant-client encodes it
+    )
+    # An httpx.TransportError here is a node that cannot be reached (app/store/qdrant_nodes.py).
+    response = api._client.post(
+        f"{api.host.rstrip('/')}/collections/{collection}/points/query/batch",
+        content=body,
+        headers=JSON_HEADERS,
+    )
+    if response.status_code != 200:
+        raise UnexpectedResponse.for_response(response)
+    return [
+        [
+            WirePoint(p["id"], p["score"], p.get("payload") or {}, p.get("vector"))
+            for p in r["points"]
+        ]
+        for r in json.loads(response.content)["result"]
+    ]
 
 
 def _point(p: pb.ScoredPoint) -> WirePoint:

@@ -30,7 +30,7 @@ from app.query.plan import FilterPlan
 from app.query.search import constrained_retrieve
 from app.retrieval import Retriever
 from app.store import ChunkPoint, ProductHit, SearchFilter, VectorStore, open_store
-from app.store.hybrid import DEFAULT_LEXICAL_WEIGHT, query_sparse, relevance_depth
+from app.store.hybrid import DEFAULT_LEXICAL_WEIGHT, FusionSpec, query_sparse, relevance_depth
 from tests.qdrant_server import grpc_port, qdrant_server_fixture  # noqa: F401
 
 pytestmark = pytest.mark.server
@@ -215,6 +215,34 @@ def test_a_hybrid_search_is_one_request(
             assert got and [h.product_id for h in got] == [
                 h.product_id for h in _search(edge, query, words, None, 5)
             ]
+
+
+def test_feedback_reads_the_vectors_back_and_answers_as_the_edge_does(
+    stores: tuple[VectorStore, VectorStore],
+) -> None:
+    """Pseudo-relevance feedback moves the query by the vectors the first batch returns:
+    the server's answer (REST's JSON or gRPC's messages) carries them as the edge's does."""
+    server, edge = stores
+    spec = FusionSpec(feedback_weight=0.5, feedback_products=5)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        query = rng.normal(size=DIM).astype(np.float32)
+        got, on_edge = (
+            _answer(
+                s.search_products(
+                    query,
+                    limit=8,
+                    chunks_per_product=CHUNKS_PER_PRODUCT,
+                    sparse=query_sparse("waterproof"),
+                    fusion=spec,
+                )
+            )
+            for s in (server, edge)
+        )
+        assert got and [g[:2] for g in got] == [e[:2] for e in on_edge]
+        assert [g[2] for g in got] == pytest.approx([e[2] for e in on_edge], abs=1e-5)
+        plain = _answer(_search(server, query, "waterproof", None, 8))
+        assert [g[2] for g in got] != pytest.approx([p[2] for p in plain], abs=1e-6)
 
 
 def test_search_hits_carry_only_the_fields_an_answer_reads(
