@@ -9,10 +9,11 @@ proxy's pool, a load test) had all of them on one worker while the other idled
 (BENCHMARKS.md, "Edge shard against a Qdrant server").
 
 A worker listens only once its startup is done (the model loaded), so the kernel hands no
-connection to one that cannot answer yet; a worker that exits is replaced, one that fails
-its startup stops them all; SIGINT or SIGTERM stops the workers gracefully. A worker that
-hangs without exiting is not noticed (uvicorn's supervisor pings its workers; this one
-watches exits). SO_REUSEPORT lets only processes of the same user share the port.
+connection to one that cannot answer yet. A worker killed by a signal is replaced; one that
+exits with an error (its startup failed) stops them all with its code; SIGINT or SIGTERM
+stops the workers gracefully. A worker that hangs without exiting is not noticed
+(uvicorn's supervisor pings its workers; this one watches exits). SO_REUSEPORT lets only
+processes of the same user share the port.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import threading
 from multiprocessing.process import BaseProcess
 
 import uvicorn
-from uvicorn.config import STARTUP_FAILURE
 
 from app.api.nodelay import NoDelayHttpToolsProtocol
 from app.api.processes import ScaleOutError, check_processes
@@ -98,9 +98,11 @@ def supervise(host: str, port: int, workers: int, log_level: str) -> int:
         for i, process in enumerate(running):
             if process.is_alive():
                 continue
-            if process.exitcode == STARTUP_FAILURE:
-                logger.error("API process %s failed its startup; stopping", process.pid)
-                code = STARTUP_FAILURE
+            # A code of its own (a failed startup, a bad setting) would come back on a
+            # restart; a signal (kill -9, the OOM killer) or a clean exit is replaced.
+            if process.exitcode is not None and process.exitcode > 0:
+                logger.error("API process %s exited %s; stopping", process.pid, process.exitcode)
+                code = process.exitcode
                 stop.set()
                 break
             logger.warning(

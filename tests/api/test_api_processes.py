@@ -246,3 +246,14 @@ def test_two_processes_are_refused_where_only_one_can_run(
     done = subprocess.run(["scripts/serve.sh"], cwd=ROOT, env=env, capture_output=True, timeout=120)
     assert done.returncode != 0
     assert reason in done.stderr.decode(), done.stderr.decode()[-2000:]
+
+
+def test_a_startup_that_fails_in_the_workers_stops_them_all_with_its_code(tmp_path: Path) -> None:
+    """A worker that exits with an error is not restarted: its startup would fail again.
+    (One killed by a signal is: the test above.)"""
+    settings = {"SYNC_MODE": "off", "QDRANT_URL": "http://127.0.0.1:9"}
+    env = _env(tmp_path, WEB_CONCURRENCY="2", PORT=str(free_port()), **settings)
+    env["LEARNED_MODEL"] = str(tmp_path / "no-model")
+    done = subprocess.run(["scripts/serve.sh"], cwd=ROOT, env=env, capture_output=True, timeout=120)
+    assert done.returncode == 3, done.stderr.decode()[-2000:]  # uvicorn's STARTUP_FAILURE
+    assert "no manifest.json" in done.stderr.decode()
