@@ -74,8 +74,18 @@ def _worker(host: str, port: int, log_level: str) -> None:
     """One API process: its own socket, uvicorn on it; gone with the supervisor."""
     with contextlib.suppress(OSError, AttributeError):  # Linux only; elsewhere best effort
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    # uvicorn raises the signal that stopped it again once it has shut down: SIGTERM's
+    # default would end the process without its clean-up (leaked semaphores, at Ctrl-C).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sock = reuseport_socket(host, port)
-    uvicorn.Server(uvicorn_config(host, port, log_level)).run(sockets=[sock])
+    _run(uvicorn.Server(uvicorn_config(host, port, log_level)), [sock])
+
+
+def _run(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
+    # uvicorn raises the signal that stopped it again once it has shut down; SIGINT's is a
+    # KeyboardInterrupt, which uvicorn's CLI swallows too (else exit -2, or a traceback).
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=sockets)
 
 
 def supervise(host: str, port: int, workers: int, log_level: str) -> int:
@@ -133,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if workers == 1:
-        uvicorn.Server(uvicorn_config(args.host, args.port, settings.log_level)).run()
+        _run(uvicorn.Server(uvicorn_config(args.host, args.port, settings.log_level)))
         return 0
     return supervise(args.host, args.port, workers, settings.log_level)
 
