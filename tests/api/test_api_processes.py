@@ -105,8 +105,8 @@ def served(
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
-        # Both workers up: each answers /ready only once its model is loaded.
-        while len(_workers(proc.pid)) < 2 or not _ready_everywhere(url):
+        # Both workers up: each listens only once its model is loaded, and answers /ready.
+        while not _listening_everywhere(proc.pid, port) or not _ready_everywhere(url):
             assert proc.poll() is None, "serve.sh exited"
             assert time.monotonic() < deadline, "two workers not ready in 180 s"
             time.sleep(0.5)
@@ -118,11 +118,18 @@ def served(
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+    assert proc.returncode == 0, "SIGINT stops the workers and the supervisor cleanly"
+
+
+def _listening_everywhere(parent: int, port: int) -> bool:
+    """Two workers, each with its listening socket on `port`."""
+    workers = _workers(parent)
+    return len(workers) == 2 and all(_sockets(pid, port)["0A"] for pid in workers)
 
 
 def _ready_everywhere(url: str) -> bool:
     """Twenty /ready calls on new connections all answered 200 (a worker still loading
-    accepts none: the kernel queues a connection for the ones that do)."""
+    does not listen yet: the kernel hands connections to those that do)."""
     try:
         return all(httpx.get(f"{url}/ready", timeout=5).status_code == 200 for _ in range(20))
     except httpx.HTTPError:
