@@ -74,8 +74,7 @@ def _worker(host: str, port: int, log_level: str) -> None:
     """One API process: its own socket, uvicorn on it; gone with the supervisor."""
     with contextlib.suppress(OSError, AttributeError):  # Linux only; elsewhere best effort
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    # uvicorn raises the signal that stopped it again once it has shut down: SIGTERM's
-    # default would end the process without its clean-up (leaked semaphores, at Ctrl-C).
+    # On the SIGTERM uvicorn raises again after its shutdown (see _run): exit with clean-up.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sock = reuseport_socket(host, port)
     _run(uvicorn.Server(uvicorn_config(host, port, log_level)), [sock])

@@ -4,12 +4,11 @@
 inference objects we never use): 350 objects per request for a 384-d query vector, the
 largest client-side cost of a search (profiled: 0.7 s of 4.6 s over 200 searches). The
 stubs the client exposes send the same requests without it. Either transport's answer is
-read into `WirePoint`s, not into pydantic models: over REST the batch goes out through the
-client's own httpx client (its node, headers, keep-alive and timeout) and the JSON answer
-is read as dicts, 0.4-0.7 ms of client CPU less per search than qdrant-client's
-`query_batch_points` stub with its middleware and response models (2.1-2.9 ms a batch,
-scratch measurement on bench/retrieval.py's 20k catalog, BENCHMARKS.md). The clients keep
-their connections and take answers uncompressed (`rest_options`).
+read into `WirePoint`s, not into pydantic models, which cost more client CPU than the HTTP
+call (BENCHMARKS.md, "Edge shard against a Qdrant server"): over REST the batch goes out
+through the client's own httpx client (its node, headers, keep-alive and timeout) and the
+JSON answer is read as dicts. The clients keep their connections and take answers
+uncompressed (`rest_options`).
 """
 
 from __future__ import annotations
