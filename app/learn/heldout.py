@@ -3,14 +3,17 @@
 Two measures (`python -m app.learn --measure`):
 - `catalog` (default), app.eval's machinery: the whole catalog indexed the way the sync
   indexes it (app.eval.index) with the encoder's document engine as the service would pick
-  it (int8 ONNX on an AVX2/VNNI CPU), every query through the service's retriever twice: `dense`
-  (the encoder alone) and `service` (RETRIEVAL_MODE, by default the relevance fusion with
-  BM25). Condensed nDCG@10 over the top 100, threshold 0 (the ranking itself, as
-  DESIGN.md's quality table is measured).
+  it, every query through the service's retriever (`service`: RETRIEVAL_MODE, by default
+  the relevance fusion with BM25), condensed nDCG@10 over the top 100, threshold 0 (the
+  ranking itself, as DESIGN.md's quality table is measured); `dense` as below.
 - `judged`, dense only and a fraction of the cost: each query's judged products ranked
   by their best chunk's cosine. That is the whole catalog's dense ranking condensed (a
   product's cosine does not depend on the others), without the top-100 cut; only the
   chunks of judged products are embedded (Home Depot: ~6 per query, not 54,667).
+
+`catalog` takes its `dense` from `judged` too, from the vectors its index just cached:
+searching the catalog a second time for a ranking that condensing makes the same cost
+Home Depot's fold ~40 s per encoder (BENCHMARKS.md, "Learning").
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ from app.sync.progress import Progress
 
 logger = logging.getLogger(__name__)
 
-MODES = ("dense", "service")
 Measure = Literal["catalog", "judged"]
 DEPTH = 100
 K = 10
@@ -68,7 +70,8 @@ def score_queries(
     cache_dir: Path | None,
     label: str,
 ) -> Scores:
-    """Index the catalog with `embedder` and score the queries `qids` in both modes.
+    """Index the catalog with `embedder` and score the queries `qids`: `service` through the
+    retriever, `dense` by `score_judged` (the same ranking condensed, from the cache).
 
     `cache_dir`: dense vectors kept by model id and text (app.eval.vector_cache), so the
     base encoder's catalog is embedded once per machine; None embeds afresh.
@@ -77,7 +80,7 @@ def score_queries(
     queries = [q for q in judgments.queries if q.qid in wanted]
     engine = _cached(embedder, cache_dir)
     ranking = settings.model_copy(update={"similarity_threshold": 0.0})
-    per_query: dict[str, dict[str, float]] = {mode: {} for mode in MODES}
+    service: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="learn-index-") as folder:
         try:
             store = build_chunk_index(judgments.products, ranking, engine, path=folder)
@@ -85,23 +88,16 @@ def score_queries(
             if isinstance(engine, CachedEmbedder):
                 engine.save()
         try:
-            retrievers = {
-                "dense": Retriever(
-                    engine, store, ranking.model_copy(update={"retrieval_mode": "dense"})
-                ),
-                "service": Retriever(engine, store, ranking),
-            }
-            progress = Progress(logger, f"{label}: held-out queries", len(queries) * len(MODES))
-            for mode, retriever in retrievers.items():
-                rankings = each_query(
-                    partial(ranked_ids, retriever, DEPTH), [q.query for q in queries]
-                )
-                for q, ranked in zip(queries, rankings, strict=True):
-                    per_query[mode][q.qid] = condensed_ndcg_at_k(ranked, judgments.qrels[q.qid], K)
-                    progress.advance(1)
+            retriever = Retriever(engine, store, ranking)
+            progress = Progress(logger, f"{label}: held-out queries", len(queries))
+            rankings = each_query(partial(ranked_ids, retriever, DEPTH), [q.query for q in queries])
+            for q, ranked in zip(queries, rankings, strict=True):
+                service[q.qid] = condensed_ndcg_at_k(ranked, judgments.qrels[q.qid], K)
+                progress.advance(1)
         finally:
             store.close()
-    return Scores(per_query)
+    dense = score_judged(judgments, wanted, embedder, settings, cache_dir, label)
+    return Scores({"dense": dense.per_query["dense"], "service": service})
 
 
 def score_judged(
