@@ -6,6 +6,7 @@ The real model is fine-tuned (a few steps on CPU); no dev data is read.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -20,7 +21,7 @@ from app.embedding.learned import encoder_embedder
 from app.eval.folds import fold_of
 from app.learn.__main__ import main
 from app.learn.encoder import EncoderSettings, batches, examples
-from app.learn.heldout import score_judged, score_queries
+from app.learn.heldout import exact_dense, score_judged, score_queries
 from app.learn.judgments import Folds, load_judgments
 from app.learned import load_learned_model
 from tests.learn.tiny_judgments import write_tiny_judgments
@@ -124,33 +125,49 @@ def test_the_same_seed_gives_the_same_model_and_scores(
     assert again["encoder"]["loss_first"] == first["encoder"]["loss_first"]
 
 
-def test_the_judged_dense_ranking_is_the_catalog_search_condensed(
+def test_both_measures_score_dense_as_the_catalog_search_does(
     trained: tuple[Path, Path, dict[str, Any]],
 ) -> None:
-    """What lets both measures take `dense` from the judged products alone: the catalog's
-    dense search, condensed, ranks them the same when its top 100 holds the catalog."""
+    """Neither measure searches the index for `dense`: the judged products by cosine, and
+    the catalog's exact ranking from cached vectors, both score what the retriever's dense
+    search gives when its top 100 holds the catalog (and its graph is exact)."""
     from app.embedding import embedder_for
-    from app.eval.index import build_chunk_index
+    from app.eval.index import build_chunk_index, chunker_for
     from app.eval.ndcg import condensed_ndcg_at_k
     from app.eval.runner import ranked_ids
     from app.retrieval import Retriever
 
     _, judgments, _ = trained
     judged = load_judgments(judgments)
+    # Half the products in several chunks (a description past one chunk's body), so a
+    # product's best chunk is what ranks it.
+    extra = "Sold with a manual, spare parts and a two year warranty; ships in a box. " * 4
+    products = [
+        dataclasses.replace(p, description=f"{p.description} {extra}") if p.id % 2 else p
+        for p in judged.products
+    ]
+    judged = dataclasses.replace(judged, products=products)
     # fp32: int8 quantizes activations per batch, and the two measures batch differently;
     # close judged products then swap places (docs/troubleshooting.md, "int8 vectors depend").
-    settings = Settings(_env_file=None, embedding_encoder="onnx-fp32", similarity_threshold=0.0)
+    settings = Settings(
+        _env_file=None, embedding_encoder="onnx-fp32", similarity_threshold=0.0, max_chunk_tokens=48
+    )
     embedder = embedder_for(settings)
+    chunker = chunker_for(settings, embedder)
+    assert sum(len(chunker.chunk(p)) for p in products) > 1.4 * len(products)
     qids = [q.qid for q in judged.queries]
     store = build_chunk_index(judged.products, settings, embedder)
     try:
         dense = Retriever(embedder, store, settings.model_copy(update={"retrieval_mode": "dense"}))
-        searched = {
-            q.qid: condensed_ndcg_at_k(ranked_ids(dense, 100, q.query), judged.qrels[q.qid], 10)
-            for q in judged.queries
-        }
+        rankings = [ranked_ids(dense, 100, q.query) for q in judged.queries]
     finally:
         store.close()
+    queries = [q.query for q in judged.queries]
+    assert exact_dense(products, queries, embedder, settings) == rankings
+    searched = {
+        q.qid: condensed_ndcg_at_k(ranked, judged.qrels[q.qid], 10)
+        for q, ranked in zip(judged.queries, rankings, strict=True)
+    }
     only_judged = score_judged(judged, qids, embedder, settings, None, "judged")
     assert only_judged.per_query["dense"] == pytest.approx(searched)
     catalog = score_queries(judged, qids, embedder, settings, None, "catalog")
