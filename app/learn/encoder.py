@@ -35,10 +35,18 @@ from app.sync.progress import Progress
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+    from torch import Tensor
 
     from app.sync.chunking import ProductChunker
 
 logger = logging.getLogger(__name__)
+
+
+# A batch's product texts vary ~2x in length (Home Depot titles: 20 tokens on average, a
+# batch of 64's longest ~40) and one forward pads them all to the longest. Four
+# length-sorted forwards per product column: the same loss, a step ~15% faster on Home
+# Depot's dev pairs; eight were slower than one (scratch timing, 2026-11-29).
+LENGTH_SLICES = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +204,9 @@ def train_encoder(
         columns = [[e.query for e in batch], [e.positive for e in batch]]
         if batch[0].negative is not None:
             columns.append([e.negative or "" for e in batch])
-        features = [model.preprocess(column) for column in columns]
-        value = loss(features, None)
+        queries = model(model.preprocess(columns[0]))["sentence_embedding"]
+        products = [_embed_by_length(model, column) for column in columns[1:]]
+        value = loss.compute_loss_from_embeddings([queries, *products], None)
         value.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -228,6 +237,25 @@ def train_encoder(
         "onnx": {name: str(path.relative_to(out_dir)) for name, path in exports.items()},
     }
     return TrainedEncoder(out_dir, encoder_id, report)
+
+
+def _embed_by_length(model: SentenceTransformer, texts: list[str]) -> Tensor:
+    """The texts' embeddings (with gradients), in order, from LENGTH_SLICES forwards over
+    the texts sorted by length: each slice pads to its own longest text, not the batch's.
+    The embeddings are the same (attention and mean pooling skip padding)."""
+    import torch
+
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    size = -(-len(texts) // LENGTH_SLICES)
+    parts = [
+        model(model.preprocess([texts[i] for i in order[start : start + size]]))[
+            "sentence_embedding"
+        ]
+        for start in range(0, len(texts), size)
+    ]
+    back = torch.empty(len(order), dtype=torch.long)
+    back[torch.tensor(order)] = torch.arange(len(order))
+    return torch.cat(parts)[back]
 
 
 def weights_id(folder: Path) -> str:
