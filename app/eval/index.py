@@ -27,6 +27,17 @@ def chunker_for(settings: Settings, embedder: Embedder) -> ProductChunker:
     )
 
 
+def open_chunk_index(settings: Settings, embedder: Embedder, path: str) -> VectorStore:
+    """A store `build_chunk_index` left in the folder `path`, opened again as it was."""
+    store = open_store(settings.model_copy(update={"qdrant_path": path, "qdrant_url": None}))
+    try:
+        store.ensure_collection(embedder.dim)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
 def build_chunk_index(
     products: Sequence[Product], settings: Settings, embedder: Embedder, *, path: str = ":memory:"
 ) -> VectorStore:

@@ -19,6 +19,7 @@ matrix product instead of a search per query (Home Depot's fold: ~40 s less per 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import statistics
 import tempfile
@@ -71,19 +72,28 @@ def score_queries(
     settings: Settings,
     cache_dir: Path | None,
     label: str,
+    index_dir: Path | None = None,
 ) -> Scores:
     """Index the catalog with `embedder` and score the queries `qids`: `service` through the
-    retriever, `dense` by `score_judged` (the same ranking condensed, from the cache).
+    retriever, `dense` by `exact_dense` (from the vectors the index build cached).
 
     `cache_dir`: dense vectors kept by model id and text (app.eval.vector_cache), so the
     base encoder's catalog is embedded once per machine; None embeds afresh.
+    `index_dir`: build the index in this new folder and leave it there (closed) for the
+    caller, who owns the folder (app.learn hands the shipped encoder's to the ranker);
+    None: a temporary folder.
     """
     wanted = set(qids)
     queries = [q for q in judgments.queries if q.qid in wanted]
     engine = _cached(embedder, cache_dir)
     ranking = settings.model_copy(update={"similarity_threshold": 0.0})
     service: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="learn-index-") as folder:
+    with contextlib.ExitStack() as stack:
+        folder = (
+            str(index_dir)
+            if index_dir is not None
+            else stack.enter_context(tempfile.TemporaryDirectory(prefix="learn-index-"))
+        )
         try:
             store = build_chunk_index(judgments.products, ranking, engine, path=folder)
         finally:
@@ -191,10 +201,13 @@ def score(
     settings: Settings,
     cache_dir: Path | None,
     label: str,
+    index_dir: Path | None = None,
 ) -> Scores:
-    """`score_queries` (measure "catalog") or `score_judged` (measure "judged")."""
-    run = score_queries if measure == "catalog" else score_judged
-    return run(judgments, qids, embedder, settings, cache_dir, label)
+    """`score_queries` (measure "catalog", leaving its index in `index_dir` if given) or
+    `score_judged` (measure "judged": no index)."""
+    if measure == "catalog":
+        return score_queries(judgments, qids, embedder, settings, cache_dir, label, index_dir)
+    return score_judged(judgments, qids, embedder, settings, cache_dir, label)
 
 
 def _cached(embedder: Embedder, cache_dir: Path | None) -> Embedder:

@@ -40,6 +40,7 @@ relevant" is not what a shopper asked for.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import logging
@@ -69,7 +70,7 @@ from app.eval.data import (
     load_queries,
 )
 from app.eval.folds import fold_of
-from app.eval.index import build_chunk_index
+from app.eval.index import build_chunk_index, open_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.parallel import each_query
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
@@ -509,6 +510,7 @@ def train_ranker(
     cache_dir: Path = DEFAULT_CACHE_DIR,
     max_queries: int = 0,
     depth: int = CANDIDATE_DEPTH,
+    index_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Train, cross-validate and save a ranker into `out_dir / "ranker"`.
 
@@ -525,6 +527,8 @@ def train_ranker(
             hash of the qid (a budget on a crowded machine).
         cache_dir: the eval's dense vector cache.
         depth: candidates searched per query (at least the settings' RANKER_CANDIDATES).
+        index_dir: the catalog already indexed with this encoder (app.learn's held-out
+            report leaves it): opened instead of indexed again.
 
     Returns:
         The manifest's ranker section: per-fold held-out nDCG@10 of the ranker and of
@@ -557,9 +561,13 @@ def train_ranker(
     else:
         engine = embedder_for(base)
     embedder = CachedEmbedder.wrap(engine, cache_dir)
-    with tempfile.TemporaryDirectory(prefix="ranker-index-") as folder:
-        store = build_chunk_index(products, base, embedder, path=folder)
-        embedder.save()
+    with contextlib.ExitStack() as stack:
+        if index_dir is not None:
+            store = open_chunk_index(base, embedder, str(index_dir))
+        else:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="ranker-index-"))
+            store = build_chunk_index(products, base, embedder, path=folder)
+            embedder.save()
         try:
             categories = sorted(CategoryVocabulary(store, refresh_seconds=3600).get())
             # The fused order the ranker re-orders: today's service, whatever the settings say.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import random
 import re
 from pathlib import Path
@@ -176,15 +177,20 @@ def test_both_measures_score_dense_as_the_catalog_search_does(
 
 
 def test_the_ranker_over_the_fine_tune_and_the_eval_use_its_vectors(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """With the ranker: it trains over the fine-tuned encoder's index and carries its cut;
-    app.eval --model embeds with that encoder under its weights' id (a folder name such as
-    "encoder" would be every fine-tune's vector-cache key)."""
+    """With the ranker: it trains over the fine-tuned encoder's index (the one its held-out
+    report built) and carries its cut; app.eval --model embeds with that encoder under its
+    weights' id (a folder name such as "encoder" would be every fine-tune's vector-cache
+    key)."""
     judgments = write_tiny_judgments(tmp_path / "judged")
     out, cache = tmp_path / "model", tmp_path / "cache"
     argv = ["--judgments", str(judgments), "--out", str(out), "--cache-dir", str(cache)]
+    caplog.set_level(logging.INFO, logger="app.eval.index")
     assert main(argv + [a for a in ARGS if a != "--no-ranker"]) == 0
+    # Two catalogs indexed: today's service and the fine-tune; the ranker opened the latter.
+    indexed = [r for r in caplog.records if r.getMessage().startswith("indexed 32 products")]
+    assert len(indexed) == 2
     manifest = json.loads((out / "manifest.json").read_text())
     encoder_id = manifest["encoder"]["id"]
     assert manifest["ranker"]["clean_folds"] == [0]
