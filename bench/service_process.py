@@ -1,8 +1,9 @@
-"""The real service as a uvicorn subprocess on a store folder, driven over HTTP.
+"""The real service as a subprocess on a store folder, driven over HTTP.
 
-`ServiceProcess` starts `app.main:app` from this checkout (PYTHONPATH and cwd: the venv's
-editable install points at another checkout) with SYNC_MODE=off, as an API replica beside
-a syncer runs, and reads the process's CPU time from /proc. `drive` runs closed-loop
+`ServiceProcess` starts `python -m app.api.serve` (one or more API processes) from this
+checkout (PYTHONPATH and cwd: the venv's editable install points at another checkout) with
+SYNC_MODE=off, as an API replica beside a syncer runs, waits until every API process
+listens (bench/procfs.py), and reads the processes' CPU time from /proc. `drive` runs closed-loop
 clients on bench.rawhttp (keep-alive asyncio streams, not httpx: the client shares the
 2 cores with the service, and its cost lands in the one-client p50; measured against a
 trivial server, httpx.Client costs 0.52 ms of CPU per request and this 0.05 ms).
@@ -24,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from bench.procfs import all_listening
 from bench.rawhttp import Pool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,23 +135,18 @@ class ServiceProcess(_ManagedProcess):
         self._proc = subprocess.Popen(self._cmd, cwd=ROOT, env=self._env)
         self._wait_ready(0.5)
         if self.workers > 1:
-            self._wait_workers_idle()
+            self._wait_workers_listening()
         return self
 
-    def _wait_workers_idle(self) -> None:
-        """Until every worker has started and is idle: /ready answers from the first one
-        that finished loading, and a worker accepts connections only once it has."""
+    def _wait_workers_listening(self) -> None:
+        """Until every worker listens on the port: /ready answers from the first one that
+        finished loading, and a worker listens only once it has (app/api/serve.py)."""
         assert self._proc is not None
         deadline = time.monotonic() + self._startup_s
-        last = -1.0
-        while time.monotonic() < deadline:
-            pids = _children(self._proc.pid)
-            cpu = sum(_cpu_seconds(p) for p in pids)
-            if len(pids) >= self.workers and cpu - last < 0.05:
-                return
-            last = cpu
-            time.sleep(1.0)
-        raise SystemExit(f"{self.workers} workers not idle in {self._startup_s:.0f} s")
+        while not all_listening(self._proc.pid, self.port, self.workers):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{self.workers} workers not listening in {self._startup_s:.0f} s")
+            time.sleep(0.2)
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the service so far (all its threads, and its workers')."""

@@ -31,7 +31,6 @@ from typing import Literal
 
 import numpy as np
 
-from app.core.catalog import Product
 from app.core.config import Settings
 from app.embedding import Embedder
 from app.eval.index import build_chunk_index, chunker_for
@@ -88,6 +87,7 @@ def score_queries(
     engine = _cached(embedder, cache_dir)
     ranking = settings.model_copy(update={"similarity_threshold": 0.0})
     service: dict[str, float] = {}
+    chunks: list[tuple[int, str]] = []
     with contextlib.ExitStack() as stack:
         folder = (
             str(index_dir)
@@ -95,7 +95,9 @@ def score_queries(
             else stack.enter_context(tempfile.TemporaryDirectory(prefix="learn-index-"))
         )
         try:
-            store = build_chunk_index(judgments.products, ranking, engine, path=folder)
+            store = build_chunk_index(
+                judgments.products, ranking, engine, path=folder, record=chunks
+            )
         finally:
             if isinstance(engine, CachedEmbedder):
                 engine.save()
@@ -109,7 +111,7 @@ def score_queries(
         finally:
             store.close()
     try:
-        exact = exact_dense(judgments.products, [q.query for q in queries], engine, ranking)
+        exact = exact_dense(chunks, [q.query for q in queries], engine, ranking)
     finally:
         if isinstance(engine, CachedEmbedder):
             engine.save()
@@ -121,17 +123,13 @@ def score_queries(
 
 
 def exact_dense(
-    products: Sequence[Product], queries: list[str], engine: Embedder, settings: Settings
+    chunks: Sequence[tuple[int, str]], queries: list[str], engine: Embedder, settings: Settings
 ) -> list[list[int]]:
-    """Each query's exact dense ranking of the catalog: a product by its best chunk's
-    cosine, at least the similarity threshold, the top DEPTH (ties by id)."""
-    chunker = chunker_for(settings, engine)
-    owners: list[int] = []
-    texts: list[str] = []
-    for product in products:
-        for chunk in chunker.chunk(product):
-            owners.append(product.id)
-            texts.append(chunk.text)
+    """Each query's exact dense ranking of the catalog's `chunks` (product id, text): a
+    product by its best chunk's cosine, at least the similarity threshold, the top DEPTH
+    (ties by id)."""
+    owners = [pid for pid, _ in chunks]
+    texts = [text for _, text in chunks]
     chunks_v = np.concatenate(
         [engine.embed(texts[i : i + 4096]) for i in range(0, len(texts), 4096)]
     )

@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.procfs import ESTABLISHED, LISTEN, all_listening, api_workers, tcp_sockets
 from tests.fixtures.tables.make_tables import HERE
 from tests.qdrant_server import (
     free_port,
@@ -53,17 +54,6 @@ def _env(folder: Path, **extra: str) -> dict[str, str]:
     }
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
-
-
-def _workers(parent: int) -> set[int]:
-    """The API processes: the children of the supervisor (app/api/serve.py)."""
-    found = set()
-    for task in Path(f"/proc/{parent}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            if b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
-                found.add(int(child))
-    return found
 
 
 def _sources(events: Path) -> set[str]:
@@ -106,7 +96,7 @@ def served(
     try:
         deadline = time.monotonic() + 180
         # Both workers up: each listens only once its model is loaded, and answers /ready.
-        while not _listening_everywhere(proc.pid, port) or not _ready_everywhere(url):
+        while not all_listening(proc.pid, port, 2) or not _ready_everywhere(url):
             assert proc.poll() is None, "serve.sh exited"
             assert time.monotonic() < deadline, "two workers not ready in 180 s"
             time.sleep(0.5)
@@ -119,12 +109,6 @@ def served(
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
     assert proc.returncode == 0, "SIGINT stops the workers and the supervisor cleanly"
-
-
-def _listening_everywhere(parent: int, port: int) -> bool:
-    """Two workers, each with its listening socket on `port`."""
-    workers = _workers(parent)
-    return len(workers) == 2 and all(_sockets(pid, port)["0A"] for pid in workers)
 
 
 def _ready_everywhere(url: str) -> bool:
@@ -141,7 +125,7 @@ def test_two_processes_serve_one_port_with_the_same_answers(
     served: tuple[str, subprocess.Popen[bytes], Path],
 ) -> None:
     url, proc, events = served
-    workers = _workers(proc.pid)
+    workers = api_workers(proc.pid)
     assert len(workers) == 2
     answers = {tuple(_ask(url)) for _ in range(30)}
     assert len(answers) == 1 and len(next(iter(answers))) > 0
@@ -161,24 +145,6 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def _sockets(pid: int, port: int) -> dict[str, list[str]]:
-    """The TCP sockets on `port` the process `pid` holds, by state ("01" established,
-    "0A" listening): their inodes, from /proc (shared ones appear in every holder)."""
-    held = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        target = os.readlink(fd) if fd.is_symlink() else ""
-        if target.startswith("socket:["):
-            held.add(target[8:-1])
-    found: dict[str, list[str]] = {"01": [], "0A": []}
-    for table in ("tcp", "tcp6"):
-        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
-            fields = line.split()
-            local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], fields[9]
-            if local_port == port and state in found and inode in held:
-                found[state].append(inode)
-    return found
-
-
 @pytest.mark.server
 def test_each_worker_listens_on_its_own_socket_and_a_burst_is_spread(
     served: tuple[str, subprocess.Popen[bytes], Path],
@@ -190,8 +156,8 @@ def test_each_worker_listens_on_its_own_socket_and_a_burst_is_spread(
     on both (all 16 on one: p = 2 x 2^-16)."""
     url, proc, _ = served
     port = int(url.rsplit(":", 1)[1])
-    workers = _workers(proc.pid)
-    listening = [_sockets(pid, port)["0A"] for pid in workers]
+    workers = api_workers(proc.pid)
+    listening = [tcp_sockets(pid, port)[LISTEN] for pid in workers]
     assert all(len(s) == 1 for s in listening), listening
     assert len({s[0] for s in listening}) == len(workers), listening
     request = f"GET /ready HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
@@ -205,7 +171,7 @@ def test_each_worker_listens_on_its_own_socket_and_a_burst_is_spread(
             conn.sendall(request)
         for conn in pool:
             assert conn.recv(65536).startswith(b"HTTP/1.1 200"), "a /ready on the pool failed"
-        held = {pid: len(_sockets(pid, port)["01"]) for pid in workers}
+        held = {pid: len(tcp_sockets(pid, port)[ESTABLISHED]) for pid in workers}
         assert sum(held.values()) == 16, held
         assert all(n > 0 for n in held.values()), held
     finally:
@@ -218,7 +184,7 @@ def test_a_killed_worker_is_replaced_and_the_port_keeps_answering(
     served: tuple[str, subprocess.Popen[bytes], Path],
 ) -> None:
     url, proc, _ = served
-    before = _workers(proc.pid)
+    before = api_workers(proc.pid)
     victim = min(before)
     expected = _ask(url)
     os.kill(victim, signal.SIGKILL)
@@ -231,7 +197,7 @@ def test_a_killed_worker_is_replaced_and_the_port_keeps_answering(
     while True:
         # Every request after that is answered, by the worker left or by the new one.
         assert _ask(url) == expected
-        now = _workers(proc.pid)
+        now = api_workers(proc.pid)
         if len(now) == 2 and victim not in now:
             break
         assert time.monotonic() < deadline, now

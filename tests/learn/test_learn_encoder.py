@@ -164,7 +164,8 @@ def test_both_measures_score_dense_as_the_catalog_search_does(
     finally:
         store.close()
     queries = [q.query for q in judged.queries]
-    assert exact_dense(products, queries, embedder, settings) == rankings
+    chunks = [(p.id, c.text) for p in products for c in chunker.chunk(p)]
+    assert exact_dense(chunks, queries, embedder, settings) == rankings
     searched = {
         q.qid: condensed_ndcg_at_k(ranked, judged.qrels[q.qid], 10)
         for q, ranked in zip(judged.queries, rankings, strict=True)
