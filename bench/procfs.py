@@ -12,18 +12,25 @@ from pathlib import Path
 LISTEN, ESTABLISHED = "0A", "01"
 
 
+def children(pid: int) -> list[int]:
+    """The live child processes of `pid`."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
 def api_workers(parent: int) -> set[int]:
     """The API processes of a supervisor (app/api/serve.py): its spawned children, not
     multiprocessing's resource tracker."""
     found = set()
-    for task in Path(f"/proc/{parent}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            except FileNotFoundError:
-                continue  # exited between the two reads
-            if b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
-                found.add(int(child))
+    for child in children(parent):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except FileNotFoundError:
+            continue  # exited between the two reads
+        if b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
+            found.add(child)
     return found
 
 

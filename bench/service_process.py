@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from bench.procfs import all_listening
+from bench.procfs import all_listening, children
 from bench.rawhttp import Pool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,15 +152,7 @@ class ServiceProcess(_ManagedProcess):
         """User + system CPU of the service so far (all its threads, and its workers')."""
         if self._proc is None:
             raise RuntimeError("service not running")
-        return sum(_cpu_seconds(pid) for pid in (self._proc.pid, *_children(self._proc.pid)))
-
-
-def _children(pid: int) -> list[int]:
-    """The live child processes of `pid` (the API processes)."""
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
+        return sum(_cpu_seconds(pid) for pid in (self._proc.pid, *children(self._proc.pid)))
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -32,8 +32,7 @@ def chunker_for(
 
 
 class _RecordingChunker(ProductChunker):
-    """What app.learn.heldout ranks exactly from: cutting CrowdFlower's long descriptions
-    a second time costs ~25 s."""
+    """What app.learn.heldout ranks exactly from, so long descriptions are cut once."""
 
     def __init__(
         self,

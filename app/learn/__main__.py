@@ -138,7 +138,7 @@ def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{args.out.name}.", dir=args.out.parent))
     # The shipped encoder's catalog index, built for its held-out report and searched again
-    # by the ranker (indexing Home Depot's catalog again: ~20 s).
+    # by the ranker rather than indexed twice.
     indexes = tempfile.TemporaryDirectory(prefix="learn-index-")
     shared_index = Path(indexes.name) / "shipped"
     try:

@@ -42,10 +42,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-# A batch's product texts vary ~2x in length (Home Depot titles: 20 tokens on average, a
-# batch of 64's longest ~40) and one forward pads them all to the longest. Four
-# length-sorted forwards per product column: the same loss, a step ~15% faster on Home
-# Depot's dev pairs; eight were slower than one (scratch timing, 2026-11-29).
+# One forward pads a column to its longest text; length-sorted slices pad less for the same
+# loss (docs/learning.md has the step times; more slices cost more than they save).
 LENGTH_SLICES = 4
 
 

@@ -14,7 +14,7 @@ Two measures (`python -m app.learn --measure`):
 `catalog`'s `dense` is searched exactly, not through the index: every chunk's cosine from
 the vectors the index build just cached, a product by its best chunk, its top 100
 condensed. That is the dense search's ranking without the graph's approximation, and one
-matrix product instead of a search per query (Home Depot's fold: ~40 s less per encoder).
+matrix product instead of a second search per query (BENCHMARKS.md, "Learning").
 """
 
 from __future__ import annotations
@@ -110,11 +110,7 @@ def score_queries(
                 progress.advance(1)
         finally:
             store.close()
-    try:
-        exact = exact_dense(chunks, [q.query for q in queries], engine, ranking)
-    finally:
-        if isinstance(engine, CachedEmbedder):
-            engine.save()
+    exact = exact_dense(chunks, [q.query for q in queries], engine, ranking)
     dense = {
         q.qid: condensed_ndcg_at_k(ranked, judgments.qrels[q.qid], K)
         for q, ranked in zip(queries, exact, strict=True)

@@ -21,10 +21,10 @@ from app.learn.judgments import Folds, Judgments
 from app.learned import MANIFEST, MANIFEST_FORMAT
 
 METRIC = {
-    "catalog": f"condensed nDCG@{K}; service = the settings' fusion through the service's "
-    f"retriever over the whole judged catalog (app.eval's index and ranking, top {DEPTH}, "
-    "threshold 0); dense = the encoder alone, each query's judged products by their best "
-    "chunk's cosine (the catalog's dense ranking condensed, no top-100 cut)",
+    "catalog": f"condensed nDCG@{K} over the top {DEPTH}, threshold 0, of the whole judged "
+    "catalog (app.eval's index); service = the settings' fusion through the service's "
+    "retriever, dense = the encoder alone, ranked exactly (a product by its best chunk's "
+    "cosine)",
     "judged": f"condensed nDCG@{K} of the dense ranking: each query's judged products by "
     "their best chunk's cosine (the whole catalog's dense ranking condensed, no top-100 cut); "
     "no fusion measured",

@@ -122,9 +122,8 @@ def site(spark: Any, web_tmp: Path, openai_stub_server: OpenAIStub) -> Iterator[
         sync_interval_seconds=1.0,
         openai_api_key="test",
         openai_base_url=openai_stub_server.base_url,
-        # No test here waits on a timeout, and the streamed answer (~8 tokens at 10 a
-        # second) outlived a 2 s deadline on a CI run at load 5: answered extractively, the
-        # page never showed it being written.
+        # No test here waits on a timeout; a 2 s deadline cut the trickled stream under CI
+        # load, and the extractive answer that replaced it is never shown being written.
         llm_timeout_seconds=10.0,
         llm_max_retries=0,
         cors_origins=[],
