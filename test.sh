@@ -36,6 +36,9 @@ mypy_log=$(mktemp)
 .venv/bin/mypy >"$mypy_log" 2>&1 &
 mypy_pid=$!
 trap '[ -z "$mypy_pid" ] || kill "$mypy_pid" 2>/dev/null; rm -f "$mypy_log"' EXIT
+# Spark's classes archived once for every test JVM (tests/jvm_archive.py; ~50 s when
+# missing, beside mypy).
+if [ "$fast" = 0 ]; then .venv/bin/python -m tests.jvm_archive; fi
 echo "[test] pytest (mypy running beside it)"
 pytest_rc=0
 tier=()

@@ -14,6 +14,7 @@ import pytest
 
 from app.core.config import ROOT
 from tests import qdrant_server
+from tests.jvm_archive import conf_dir, jvm_options
 
 # Tests write only under tmp dirs. Every path Settings derives from DATA_DIR (sync locks,
 # the conversation key, an index nobody named) goes to a folder of this process, and the
@@ -41,8 +42,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # many small Hudi commits, for which C2 compilation and G1's threads cost more CPU than they
 # save (tests/sync/test_sync.py on the shared 2-core box: JVM CPU 76-82 s -> 48 s, wall
 # 64-70 s -> 58 s). Same semantics, only the JIT differs; the jobs themselves keep the
-# JVM's defaults. spark-submit puts SPARK_SUBMIT_OPTS on the driver's command line.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# JVM's defaults. spark-submit puts SPARK_SUBMIT_OPTS on the driver's command line. Each
+# also maps the class archive ./test.sh dumped (tests/jvm_archive.py), which needs the
+# archive's empty SPARK_CONF_DIR.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", jvm_options())
+if (_conf := conf_dir()) is not None:
+    os.environ.setdefault("SPARK_CONF_DIR", str(_conf))
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -24,6 +24,8 @@ from typing import Any
 
 import httpx
 
+from tests.jvm_archive import conf_dir, jvm_options
+
 STARTUP_SECONDS = 120.0
 WORKERS = 2
 # Per worker: what its executors may use (one executor each, of EXECUTOR_MEMORY).
@@ -31,8 +33,18 @@ WORKER_MEMORY = "1g"
 EXECUTOR_MEMORY = "512m"
 # The daemons only schedule; the JVM's default 1 GB heap is far more than they need.
 DAEMON_MEMORY = "256m"
-# C1 only and the serial GC, as for every test JVM (tests/conftest.py's SPARK_SUBMIT_OPTS).
-TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# As for every test JVM (tests/conftest.py's SPARK_SUBMIT_OPTS): C1 only, the serial GC,
+# the class archive when ./test.sh dumped it.
+TEST_JVM_OPTS = jvm_options()
+
+
+def spark_conf_dir(folder: Path) -> Path:
+    """The class archive's empty SPARK_CONF_DIR (tests/jvm_archive.py), else `folder/conf`."""
+    shared = conf_dir()
+    if shared is not None:
+        return shared
+    (folder / "conf").mkdir(parents=True, exist_ok=True)
+    return folder / "conf"
 
 
 def spark_home() -> Path:
@@ -87,8 +99,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def standalone_cluster(folder: Path) -> Iterator[StandaloneCluster]:
     """Start a master and WORKERS workers; stop them (and their executors) on exit."""
     spark_class = str(spark_home() / "bin" / "spark-class")
-    conf_dir = folder / "conf"  # empty: no spark-env.sh or defaults of the machine apply
-    conf_dir.mkdir(parents=True)
+    # Empty (no spark-env.sh or defaults of the machine apply), and the class archive's.
+    conf_dir = spark_conf_dir(folder)
     env = {
         **os.environ,
         "SPARK_HOME": str(spark_home()),

@@ -46,6 +46,7 @@ from tests.spark_cluster import (
     EXECUTOR_MEMORY,
     TEST_JVM_OPTS,
     StandaloneCluster,
+    spark_conf_dir,
     spark_home,
     standalone_cluster,
 )
@@ -119,13 +120,12 @@ class Cluster:
             # Rows a job reads twice: written and read back by the executors, on the bucket.
             "SPARK_CHECKPOINT_DIR": f"s3a://{s3.bucket}/spark-checkpoints",
             "SPARK_HOME": str(spark_home()),
-            "SPARK_CONF_DIR": str(folder / "conf"),
+            "SPARK_CONF_DIR": str(spark_conf_dir(folder)),
             # The driver serves jars and files to the executors: loopback, not eth0.
             "SPARK_LOCAL_IP": "127.0.0.1",
             # Where the driver unpacks --archives too: this folder, not /tmp.
             "SPARK_LOCAL_DIRS": str(folder / "local"),
         }
-        (folder / "conf").mkdir(exist_ok=True)
         self.seconds: dict[str, float] = {}  # wall time per job or sync run, for the log
 
     def submit(self, job: str, *args: str, python_env: Path | None = None) -> dict[str, str]:
