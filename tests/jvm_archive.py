@@ -122,7 +122,12 @@ def dump() -> Path | None:
     with tempfile.TemporaryDirectory(prefix="jvm-archive-") as tmp:
         table = Path(tmp) / "products"
         partial = Path(tmp) / "spark.jsa"
-        env = {**os.environ, "SPARK_CONF_DIR": str(conf), "SPARK_SUBMIT_OPTS": BASE_JVM_OPTS}
+        env = {
+            **os.environ,
+            "DATA_DIR": str(Path(tmp) / "data"),  # the jobs' checkpoints, not the checkout's
+            "SPARK_CONF_DIR": str(conf),
+            "SPARK_SUBMIT_OPTS": BASE_JVM_OPTS,
+        }
         steps = [
             (["create_table", "--table-path", str(table)], env),
             (
@@ -148,9 +153,11 @@ def dump() -> Path | None:
         if not partial.is_file():  # a JDK before 13: the tests run without one
             print(f"[test] JVM class archive: the JVM wrote none ({_java()})", file=sys.stderr)
             return None
-        # Whole or not at all: a JVM given a half-written archive would not use it.
-        shutil.copyfile(partial, f / "spark.jsa.tmp")
-        os.replace(f / "spark.jsa.tmp", final)
+        # Whole or not at all (a JVM given a half-written archive would not use it), and
+        # each dump its own copy: two runs of one checkout may dump at once.
+        copy = f / f"spark.jsa.{os.getpid()}.tmp"
+        shutil.copyfile(partial, copy)
+        os.replace(copy, final)
     _prune(f.parent)
     print(f"[test] JVM class archive: {final} (dumped in {time.monotonic() - started:.0f} s)")
     return final
