@@ -118,6 +118,7 @@ def dump() -> Path | None:
         os.utime(final)  # in use: the last to be pruned
         print(f"[test] JVM class archive: {final}")
         return final
+    print("[test] JVM class archive: dumping (~1 min, once per JDK and jars)", flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="jvm-archive-") as tmp:
         table = Path(tmp) / "products"
