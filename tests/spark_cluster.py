@@ -2,10 +2,11 @@
 
 One master and two workers, each its own JVM (`org.apache.spark.deploy.master.Master`,
 `org.apache.spark.deploy.worker.Worker spark://...`), one core and a little memory per
-worker, every port picked free, every folder (work dirs, logs, conf) under a temporary
-one. Applications reach it through `spark-submit --master <url>`; each executor leaves its
-folder (`<work dir>/<app id>/<executor id>/`, with its stdout/stderr and what it fetched)
-under the worker that ran it.
+worker, every port picked free, its work dirs and logs under a temporary folder (its
+empty conf folder is the class archive's: tests/jvm_archive.py). Applications reach it
+through `spark-submit --master <url>`; each executor leaves its folder
+(`<work dir>/<app id>/<executor id>/`, with its stdout/stderr and what it fetched) under
+the worker that ran it.
 """
 
 from __future__ import annotations
