@@ -129,8 +129,19 @@
       showStatus(`Could not read the analytics: ${await detail(response)}`, "error");
       return;
     }
+    // A newer window can abort this one while its body is still arriving: the read then
+    // rejects, and must end quietly rather than as an unhandled rejection.
+    let body;
+    try {
+      body = await response.json();
+    } catch (err) {
+      if (controller.signal.aborted) return;
+      showStatus("Could not read the analytics. Refresh to try again.", "error");
+      return;
+    }
+    if (controller !== inFlight) return;
     keyForm.hidden = true;
-    render(await response.json());
+    render(body);
     showStatus("", "");
   }
 
