@@ -127,6 +127,10 @@ class Settings(BaseSettings):
     # sparse: one branch alone. Other fusions are `python -m app.eval` flags.
     retrieval_mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     fusion_lexical_weight: float = Field(0.4, ge=0, le=10)
+    # Under relevance fusion, a product whose best cosine is below this is no match: the
+    # floor above is on the fused score, where a word shared with the query ("3" in "3
+    # burner stove") adds the full lexical weight to an unrelated product. -1: off.
+    relevance_min_cosine: float = Field(0.15, ge=-1.0, le=1.0)
     # What shoppers' purchases add to a product's relevance at most (its popularity, in
     # [0, 1), from product_signals; app/retrieval/popularity.py): it reorders close matches
     # and never lifts a clearly worse one. 0 = the text alone ranks. Off under a learned

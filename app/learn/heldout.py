@@ -85,7 +85,9 @@ def score_queries(
     wanted = set(qids)
     queries = [q for q in judgments.queries if q.qid in wanted]
     engine = _cached(embedder, cache_dir)
-    ranking = settings.model_copy(update={"similarity_threshold": 0.0})
+    ranking = settings.model_copy(
+        update={"similarity_threshold": 0.0, "relevance_min_cosine": -1.0}
+    )
     service: dict[str, float] = {}
     chunks: list[tuple[int, str]] = []
     with contextlib.ExitStack() as stack:

@@ -125,7 +125,10 @@ class Retriever:
         self.mode = settings.retrieval_mode
         self.relevance_margin = settings.relevance_margin
         self._popularity_weight = settings.popularity_weight
-        self.fusion = fusion or FusionSpec(lexical_weight=settings.fusion_lexical_weight)
+        self.fusion = fusion or FusionSpec(
+            lexical_weight=settings.fusion_lexical_weight,
+            min_cosine=settings.relevance_min_cosine,
+        )
 
     @property
     def scores_are_similarities(self) -> bool:

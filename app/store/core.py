@@ -375,6 +375,9 @@ class StoreCore(ABC):
             known = rescored[0] if rescored else []
             by_cosine += self._cosine_of(missing, known, cosine, flt, chunks_per_product)
         best = fuse_products(by_cosine, by_words, spec.lexical_weight, dense_found=dense_found)
+        if spec.min_cosine is not None:
+            # Before the page is cut: a product below the floor leaves room for the next.
+            best = [h for h in best if h.signals is None or h.signals.cosine >= spec.min_cosine]
         return best[:limit]
 
     def _cosine_of(

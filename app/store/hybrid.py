@@ -152,6 +152,9 @@ class FusionSpec:
     rrf_k: int = 60
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
+    # Relevance only: a product whose best cosine is below this is no match, whatever words
+    # it shares (RELEVANCE_MIN_COSINE); None: no such floor.
+    min_cosine: float | None = None
 
     @property
     def feedback(self) -> bool:

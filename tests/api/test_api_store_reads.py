@@ -28,7 +28,8 @@ from tests.demo_index import demo_products, write_shard
 from tests.live_server import ServerThread
 
 REFRESH_SECONDS = 1.0  # CATEGORY_REFRESH_SECONDS: refreshes fall due while requests run
-QUERIES = ["cordless drill", "garden hose", "something for the kitchen", "running shoes"]
+# Each with a match among the shard's products (a page is never empty).
+QUERIES = ["pruning shears", "garden hose", "something for the kitchen", "smartwatch"]
 
 
 @dataclass

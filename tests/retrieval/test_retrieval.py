@@ -68,7 +68,8 @@ def test_the_relevance_floor_cuts_the_fused_score_bm25_matches_included(embedder
     store = build_chunk_index(_products(), settings, embedder)
     hybrid = Retriever(embedder, store, settings)
     # The service's fusion, without feedback: the cosine part is the query's own.
-    assert settings.retrieval_mode == "hybrid" and hybrid.fusion == FusionSpec(lexical_weight=0.4)
+    assert hybrid.fusion == FusionSpec(lexical_weight=0.4, min_cosine=0.15)
+    assert settings.retrieval_mode == "hybrid"
     hits = hybrid.retrieve("headphones for swimming", top_k=2)
     assert [h.id for h in hits] == [3, 1]
     dense = Retriever(embedder, store, settings.model_copy(update={"retrieval_mode": "dense"}))
@@ -91,6 +92,26 @@ def test_the_relevance_floor_cuts_the_fused_score_bm25_matches_included(embedder
     )
     assert sparse_only.retrieve("for the", top_k=4) == []
     assert [h.id for h in sparse_only.retrieve("espresso", top_k=4)] == [4]
+
+
+def test_a_shared_word_does_not_carry_an_unrelated_product_past_the_cosine_floor(
+    embedder: Any,
+) -> None:
+    """The fused floor lets the best BM25 match add the whole lexical weight, whatever its
+    cosine; RELEVANCE_MIN_COSINE is the floor on meaning alone."""
+    settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
+    store = build_chunk_index(_products(), settings, embedder)
+    query = "bone broth soup"  # "bone": the headphones' bone conduction, not their kind
+    off = Retriever(embedder, store, settings.model_copy(update={"relevance_min_cosine": -1.0}))
+    (phones,) = [h for h in off.candidates(query, 4) if h.product_id == 3]
+    assert phones.signals is not None and phones.signals.bm25_share == 1.0
+    floor = settings.relevance_min_cosine
+    assert phones.signals.cosine < floor <= phones.score - settings.similarity_threshold
+    assert 3 in [h.id for h in off.retrieve(query, top_k=4)]  # past the fused floor alone
+    served = Retriever(embedder, store, settings)
+    assert 3 not in [h.id for h in served.retrieve(query, top_k=4)]
+    # Products that mean the query keep their places.
+    assert [h.id for h in served.retrieve("headphones for swimming", top_k=2)] == [3, 1]
 
 
 class _CountingEncoder:
