@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -50,18 +49,12 @@ FUSED = FEATURES.index("fused")
 NAN = float("nan")
 
 
-@lru_cache(maxsize=65_536)
-def _terms(text: str) -> frozenset[int]:
-    # Titles repeat across queries; tokenising each once keeps a feature row in microseconds.
-    return frozenset(document_terms(text))
-
-
 def _share(query: frozenset[int], text: object) -> float:
     if not isinstance(text, str) or not text:
         return NAN
     if not query:
         return 0.0
-    return len(query & _terms(text)) / len(query)
+    return len(query & document_terms(text)) / len(query)
 
 
 def _number(value: object) -> float:
@@ -113,7 +106,7 @@ def feature_matrix(
             best_fused - hit.score,
             float(len(query)),
             _share(query, name),
-            float(len(_terms(name))) if isinstance(name, str) else NAN,
+            float(len(document_terms(name))) if isinstance(name, str) else NAN,
             _share(query, payload.get("category")),
             _share(query, payload.get("brand")),
             math.log(max(price, 0.01)) if not math.isnan(price) else NAN,

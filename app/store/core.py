@@ -41,6 +41,7 @@ from app.store.hybrid import (
     FusionSpec,
     SparseVec,
     document_sparse,
+    document_terms,
     lexical_depth,
     prefetch_limit,
     relevance_depth,
@@ -103,6 +104,20 @@ def stored_hit(point: Any) -> StoredChunkHit:
     return StoredChunkHit(
         id=str(point.id), score=float(point.score), payload=dict(point.payload or {})
     )
+
+
+def _products_holding(points: Sequence[Any], terms: frozenset[int]) -> set[Any]:
+    """The products of `points` with a chunk whose BM25 side (its text and its product's
+    name, as `document_sparse` indexes them) holds one of `terms`."""
+    held = set()
+    for p in points:
+        payload = p.payload or {}
+        for field in ("text", "name"):
+            value = payload.get(field)
+            if isinstance(value, str) and terms & document_terms(value):
+                held.add(payload.get(GROUP_FIELD))
+                break
+    return held
 
 
 class StoreCore(ABC):
@@ -262,13 +277,15 @@ class StoreCore(ABC):
         branches fused by relevance here (the requests in one batch), or by rrf / dbsf
         inside the engine, or one of them alone; the filter in every branch, the threshold
         on the fused or dense score."""
-        dense = lexical = None
+        dense = lexical = word_terms = None
         if vector is not None:
             dense = Branch(
                 self._dense_query(as_float_list(vector)), score_threshold=score_threshold
             )
         if sparse:
             lexical = Branch(self._sparse_query(sparse), sparse=True)
+            if sparse.numbers and sparse.words:
+                word_terms = sparse.words
         spec = fusion or FusionSpec()
         if vector is None or lexical is None or spec.method != "relevance":
             return self._branch_search(dense, lexical, spec, flt, limit, chunks_per_product)
@@ -279,6 +296,7 @@ class StoreCore(ABC):
             spec,
             limit=limit,
             chunks_per_product=chunks_per_product,
+            word_terms=word_terms,
         )
         return [h for h in hits if score_threshold is None or h.score >= score_threshold]
 
@@ -319,6 +337,7 @@ class StoreCore(ABC):
         *,
         limit: int,
         chunks_per_product: int,
+        word_terms: frozenset[int] | None = None,
     ) -> list[ProductHit]:
         """Up to `limit` products fused by relevance (app.store.relevance).
 
@@ -332,6 +351,10 @@ class StoreCore(ABC):
         its other chunks all lie outside the dense branch's window, so they could raise
         its cosine only where its matched chunks score below the window's last, and never
         above it (docs/decisions/relevance-fusion.md, "What it costs").
+
+        `word_terms`: the query's terms that are not numbers, when it has both. A product whose
+        matched chunks hold none of them shares only a number with the query ("Aero 3
+        Notebook" for "3 burner stove"): it is no BM25 match, and keeps its cosine alone.
 
         With feedback (`spec.feedback`) the dense branch runs a second time, its
         query moved towards the best chunks of the first fusion's top products
@@ -352,6 +375,10 @@ class StoreCore(ABC):
             requests.append(self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS))
         dense_points, lexical_points, *rescored = self._query_batch(requests)
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
+        if word_terms is not None and rescored:
+            # The BM25 branch's chunks again, with their text (feedback has none: no check).
+            worded = _products_holding(rescored[0], word_terms)
+            by_words = [h for h in by_words if h.product_id in worded]
         by_cosine = group_hits(
             map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product
         )

@@ -84,6 +84,8 @@ _UNIT_RE = re.compile(
     r"(?![a-z])",
     re.IGNORECASE,
 )
+# A token of digits alone, as the tokeniser splits "2-person" or "3/4".
+_DIGITS_RE = re.compile(r"(?<![^\W_])\d+(?![^\W_])")
 # `2x4`, `2 x 4`: the dimension separator glued to digits would make one token `2x4`.
 _TIMES_RE = re.compile(r"(?<=\d)\s*[x×*]\s*(?=\d)", re.IGNORECASE)
 
@@ -100,6 +102,14 @@ class SparseVec:
 
     indices: list[int]
     values: list[float]
+    # A query's terms written in digits alone ("3" of "3 burner stove"): on their own they
+    # are no lexical match (app.store.core, relevance fusion). Empty for a document.
+    numbers: frozenset[int] = frozenset()
+
+    @property
+    def words(self) -> frozenset[int]:
+        """The terms that are not numbers."""
+        return frozenset(self.indices) - self.numbers
 
 
 @lru_cache(maxsize=1)
@@ -120,16 +130,20 @@ def document_sparse(text: str, title: str | None = None) -> SparseVec:
     return SparseVec(list(weights), list(weights.values()))
 
 
-def document_terms(text: str) -> list[int]:
+@lru_cache(maxsize=65_536)
+def document_terms(text: str) -> frozenset[int]:
     """The term ids a document text is indexed under (the query side's ids for the same
-    words): which of a query's terms a field holds."""
-    return list(_bm25().embed_document(normalize_text(text)).indices)
+    words): which of a query's terms a field holds. Cached: titles repeat across queries."""
+    return frozenset(_bm25().embed_document(normalize_text(text)).indices)
 
 
 def query_sparse(text: str) -> SparseVec:
     """The query's terms, weight 1 each (the engine's IDF does the weighting)."""
-    v = _bm25().embed_query(normalize_text(text))
-    return SparseVec(list(v.indices), list(v.values))
+    normalized = normalize_text(text)
+    v = _bm25().embed_query(normalized)
+    digits = " ".join(_DIGITS_RE.findall(normalized))
+    numbers = frozenset(_bm25().embed_query(digits).indices) if digits else frozenset()
+    return SparseVec(list(v.indices), list(v.values), numbers & frozenset(v.indices))
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,3 +69,16 @@ def test_the_margin_cut_removes_most_unrelated_products_and_few_relevant(
     assert unrelated > 40 and relevant > 200  # the top 10 holds both kinds
     assert removed >= 0.75 * unrelated
     assert lost <= 0.15 * relevant and lost_good <= 0.08 * relevant
+
+
+def test_a_shared_number_alone_brings_no_product(retriever: Retriever) -> None:
+    # The demo sells no stove; many of its names carry a "3" ("Aero 3 Recycled Notebook").
+    # Matched by that number alone, a product keeps its cosine and no BM25 share.
+    hits = retriever.candidates("3 burner stove", TOP)
+    assert hits and all(h.signals is not None and h.signals.bm25 == 0 for h in hits)
+    names = [str(h.chunks[0].payload.get("name")) for h in hits]
+    assert not any("Notebook" in n or "Sleeping Bag" in n for n in names), names
+    # Beside a word it matches, the number still counts: "2-Person" tents lead.
+    tents = retriever.candidates("2 person tent", 4)
+    assert all("Tent" in str(h.chunks[0].payload.get("name")) for h in tents)
+    assert all(h.signals is not None and h.signals.bm25 > 0 for h in tents)

@@ -171,6 +171,43 @@ def test_relevance_fusion_scores_every_product_by_cosine_plus_its_bm25_share(
     assert len(kept) == 5 and min(h.score for h in kept) >= floor - 1e-6
 
 
+def test_a_number_alone_is_no_lexical_match(store: VectorStore) -> None:
+    # "3" is in product 3's name and text only ("model 3"; not "103"), "swimming" in nine
+    # products' text: the rarer number would be the best BM25 match of "3 swimming".
+    mixed = query_sparse("3 swimming")
+    assert len(mixed.numbers) == 1 and mixed.words == frozenset(WORDS.indices)
+    alone = _search(store, fusion=FusionSpec(lexical_weight=2.0), sparse=query_sparse("3"))
+    assert alone[0].product_id == 3  # a query of numbers only keeps their matches
+    # With words beside it, product 3 shares only the number: no BM25 share, and the
+    # swimming products are scored as for "swimming" alone.
+    hits = _search(store, fusion=FusionSpec(lexical_weight=2.0), sparse=mixed)
+    assert set(_ids(hits)[:9]) == {0, 1, 2, 100, 101, 102, 200, 201, 202}
+    hits = _search(store, fusion=FusionSpec(lexical_weight=0.5), sparse=mixed, limit=300)
+    expected = _expected_relevance(store, 0.5)
+    assert _ids(hits) == [p for p, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([v for _, v in expected], abs=1e-5)
+    only_number = next(h for h in hits if h.product_id == 3)
+    assert only_number.signals is not None and only_number.signals.bm25 == 0
+
+
+@pytest.mark.parametrize(
+    ("query", "numbers"),
+    [
+        ("3 burner stove", 1),
+        ("2-person tent", 1),
+        ("1/2 in. pvc pipe", 2),
+        ("65w charger", 1),
+        ("2x4 lumber", 2),
+        ("v8 engine", 0),
+        ("model 7x", 0),
+        ("running shoes", 0),
+    ],
+)
+def test_a_querys_numbers_are_its_terms_of_digits_alone(query: str, numbers: int) -> None:
+    q = query_sparse(query)
+    assert len(q.numbers) == numbers and q.numbers <= frozenset(q.indices)
+
+
 def test_feedback_searches_again_from_the_query_moved_towards_the_best_five(
     store: VectorStore,
 ) -> None:
