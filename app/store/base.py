@@ -240,8 +240,10 @@ class VectorStore(Protocol):
 
         `vector` alone ranks by cosine, `sparse` alone by BM25, both by fusing the two
         branches (`fusion`; default relevance fusion per product, app.store.relevance;
-        rrf / dbsf inside the engine, for comparison). The filter applies in every
-        branch; the threshold cuts the relevance score, or the dense branch's cosine.
+        rrf / dbsf inside the engine, for comparison). In relevance fusion a product that
+        shares only `sparse.numbers` with a query that has words too is no BM25 match.
+        The filter applies in every branch; the threshold cuts the relevance score, or
+        the dense branch's cosine.
         Filters and the threshold are applied inside the search, so a filter never
         shrinks the result below `limit` when enough matching products exist.
         """
