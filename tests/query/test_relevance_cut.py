@@ -3,10 +3,8 @@ query is grade 0, so both sides of the cut are counted, not guessed).
 
 For each of the 30 queries, the top 10 products by relevance, then the margin cut
 (RELEVANCE_MARGIN below the best): how many unrelated products it removes, how many
-relevant ones it loses. Measured with the defaults (margin 0.35, lexical weight 0.4, no
-feedback, RELEVANCE_MIN_COSINE 0.15) on the embedded engine: 56 of 66 unrelated removed,
-24 of 234 relevant lost (9 of them grade 2-3); the bounds below leave room for the
-int8/fp32 encoder difference.
+relevant ones it loses, with the defaults on the embedded engine (the figures:
+BENCHMARKS.md, "Ranking quality"); the bounds below leave room for the encoders' difference.
 """
 
 from __future__ import annotations
