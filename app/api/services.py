@@ -192,6 +192,10 @@ def build_services(settings: Settings) -> Services:
         ModelNotExportedError: no export of the model, and no torch to load it (the image).
     """
     check_processes(settings)
+    if settings.learned_model and (
+        warning := load_learned_model(settings.learned_model).heldout_warning
+    ):
+        logger.warning("LEARNED_MODEL=%s: %s", settings.learned_model, warning)
     # A replica (SYNC_MODE=off) serves what the syncer switched to; it builds nothing.
     switch = open_indexes(settings, build=settings.sync_mode == "embedded")
     try:

@@ -41,6 +41,7 @@ from app.learn.encoder import EncoderSettings, first_chunk_texts, train_encoder
 from app.learn.heldout import Scores, score
 from app.learn.judgments import Folds, Judgments, JudgmentsError, load_judgments
 from app.learn.manifest import build_manifest, peak_rss_mb, write_manifest
+from app.learned import verdict
 
 logger = logging.getLogger(__name__)
 
@@ -308,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summary = manifest["heldout"]["summary"]
     print(json.dumps({"out": str(args.out), "summary": summary, "run": manifest["run"]}, indent=1))
+    if warning := verdict(summary):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -10,6 +10,7 @@ summary compares the two on exactly those folds' queries.
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -47,6 +48,15 @@ def _mean(scores: dict[str, float], qids: set[str]) -> float:
     return round(statistics.fmean(v for q, v in scores.items() if q in qids), 4)
 
 
+def _paired_se(base: dict[str, float], learned: dict[str, float], qids: set[str]) -> float | None:
+    """The standard error of the mean per-query gain: how far the gain could move on
+    another draw of as many queries (None under two queries)."""
+    gains = [learned[q] - base[q] for q in qids if q in base and q in learned]
+    if len(gains) < 2:
+        return None
+    return round(statistics.stdev(gains) / math.sqrt(len(gains)), 4)
+
+
 def heldout_section(
     measure: str, folds: Folds, base: Scores, learned: dict[int, Scores]
 ) -> dict[str, Any]:
@@ -68,6 +78,7 @@ def heldout_section(
             merged = {q: v for f in measured for q, v in learned[f].per_query[mode].items()}
             summary[f"learned_{mode}"] = _mean(merged, qids)
             summary[f"gain_{mode}"] = round(summary[f"learned_{mode}"] - summary[f"base_{mode}"], 4)
+            summary[f"gain_{mode}_se"] = _paired_se(base.per_query[mode], merged, qids)
     if not qids:
         summary["base_all_folds"] = {
             mode: _mean(scores, set(folds.of)) for mode, scores in base.per_query.items()

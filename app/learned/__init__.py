@@ -75,12 +75,41 @@ class LearnedModel:
         return self.root / "encoder" / ONNX_DIR
 
     @property
+    def heldout_warning(self) -> str | None:
+        """`verdict` on the manifest's held-out summary: why serving this model may not help."""
+        heldout = self.manifest.get("heldout")
+        summary = heldout.get("summary") if isinstance(heldout, dict) else None
+        return verdict(summary) if isinstance(summary, dict) else None
+
+    @property
     def ranker_dir(self) -> Path | None:
         """The learned ranker's folder, or None (the service's fixed fusion)."""
         path = self.root / "ranker"
         # model.txt alone (a ranker trained before ONNX serving) is a ranker that
         # Ranker.load refuses with what to run, never a silent fall back to the fusion.
         return path if any((path / f).is_file() for f in ("model.txt", "model.onnx")) else None
+
+
+def verdict(summary: dict[str, Any]) -> str | None:
+    """A warning when the learned model ranks below today's service on the held-out queries,
+    None otherwise: the manifest holds the figures, but a model that makes the ranking worse
+    must not go into LEARNED_MODEL unnoticed."""
+    gain, se = summary.get("gain_service"), summary.get("gain_service_se")
+    if gain is None or gain >= 0:
+        return None
+    queries = summary.get("queries", 0)
+    spread = f" ± {se:.4f}" if se is not None else ""
+    noise = (
+        "within twice its standard error: these queries cannot tell the two apart"
+        if se is not None and -gain < 2 * se
+        else "beyond twice its standard error"
+    )
+    return (
+        f"the learned model ranks below today's service on {queries} held-out queries "
+        f"(held-out nDCG {summary['learned_service']:.4f} against "
+        f"{summary['base_service']:.4f}, gain {gain:+.4f}{spread}; {noise}); serving it "
+        "(LEARNED_MODEL) is not expected to improve the ranking"
+    )
 
 
 def load_learned_model(path: str | Path) -> LearnedModel:
