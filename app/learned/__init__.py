@@ -98,16 +98,18 @@ def verdict(summary: dict[str, Any]) -> str | None:
     if gain is None or gain >= 0:
         return None
     queries = summary.get("queries", 0)
-    spread = f" ± {se:.4f}" if se is not None else ""
-    noise = (
-        "within twice its standard error: these queries cannot tell the two apart"
-        if se is not None and -gain < 2 * se
-        else "beyond twice its standard error"
-    )
+    if se is None:  # a manifest from before the standard error was recorded
+        spread = ""
+    elif -gain < 2 * se:
+        spread = (
+            f" ± {se:.4f}; within twice its standard error: these queries cannot tell the two apart"
+        )
+    else:
+        spread = f" ± {se:.4f}; beyond twice its standard error"
     return (
         f"the learned model ranks below today's service on {queries} held-out queries "
         f"(held-out nDCG {summary['learned_service']:.4f} against "
-        f"{summary['base_service']:.4f}, gain {gain:+.4f}{spread}; {noise}); serving it "
+        f"{summary['base_service']:.4f}, gain {gain:+.4f}{spread}); serving it "
         "(LEARNED_MODEL) is not expected to improve the ranking"
     )
 

@@ -62,3 +62,10 @@ def test_a_model_folder_says_what_its_manifest_warns_of(tmp_path: Path) -> None:
         (folder / MANIFEST).write_text(json.dumps(manifest))
         warning = load_learned_model(folder).heldout_warning
         assert (warning is not None) == (name == "worse"), warning
+
+
+def test_a_manifest_without_the_standard_error_is_warned_of_without_a_judgement_of_noise() -> None:
+    summary = {**_summary([-0.1] * 8), "gain_service_se": None}
+    warning = verdict(summary)
+    assert warning is not None and "gain -0.1000)" in warning
+    assert "standard error" not in warning
