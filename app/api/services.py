@@ -102,6 +102,8 @@ class Services:
     index: ServingIndex
     # The index being built, its retriever made ahead so the switch only swaps objects.
     upcoming: ServingIndex | None = field(default=None, repr=False)
+    # LEARNED_MODEL's held-out verdict when it ranks below today's service (/sync/status).
+    learned_warning: str | None = None
 
     @contextlib.contextmanager
     def holding(self) -> Iterator[ServingIndex]:
@@ -192,9 +194,12 @@ def build_services(settings: Settings) -> Services:
         ModelNotExportedError: no export of the model, and no torch to load it (the image).
     """
     check_processes(settings)
-    if settings.learned_model and (
-        warning := load_learned_model(settings.learned_model).heldout_warning
-    ):
+    warning = (
+        load_learned_model(settings.learned_model).heldout_warning
+        if settings.learned_model
+        else None
+    )
+    if warning:
         logger.warning("LEARNED_MODEL=%s: %s", settings.learned_model, warning)
     # A replica (SYNC_MODE=off) serves what the syncer switched to; it builds nothing.
     switch = open_indexes(settings, build=settings.sync_mode == "embedded")
@@ -242,6 +247,7 @@ def build_services(settings: Settings) -> Services:
         switch=switch,
         index=index,
         upcoming=upcoming,
+        learned_warning=warning,
     )
     switch.on_switch = services.adopt
     return services

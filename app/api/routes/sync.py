@@ -24,19 +24,25 @@ logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/sync", tags=["sync"], dependencies=[AdminDep])
 
 
-def model_status(switch: ModelSwitch) -> dict[str, Any]:
-    """Which encoder's index serves, and how far the next one's is (app/sync/switch.py)."""
+def model_status(switch: ModelSwitch, heldout_warning: str | None = None) -> dict[str, Any]:
+    """Which encoder's index serves, how far the next one's is (app/sync/switch.py), and
+    why LEARNED_MODEL may not help (its manifest's held-out verdict, app.learned)."""
     build = switch.progress()
     return {
         "serving": switch.serving_model,
         "index": switch.serving_index,
         "next": asdict(build) if build is not None else None,
         "last_switch": asdict(switch.last_switch) if switch.last_switch else None,
+        "heldout_warning": heldout_warning,
     }
 
 
 def sync_status(
-    engine: SyncEngine, *, running_in_process: bool, switch: ModelSwitch | None = None
+    engine: SyncEngine,
+    *,
+    running_in_process: bool,
+    switch: ModelSwitch | None = None,
+    heldout_warning: str | None = None,
 ) -> dict[str, Any]:
     """The body of GET /sync/status (the engine's totals as the HTTP layer shows them)."""
     t = engine.totals
@@ -76,7 +82,7 @@ def sync_status(
             "targeted_removal_scans": t.targeted_removal_scans,
         },
         "last_cycle": asdict(t.last_report) if t.last_report else None,
-        "model": model_status(switch or ModelSwitch.single(engine)),
+        "model": model_status(switch or ModelSwitch.single(engine), heldout_warning),
     }
 
 
@@ -109,7 +115,10 @@ async def status_(services: ServicesDep) -> dict[str, Any]:
 
 def _status_of(services: Services, engine: SyncEngine) -> dict[str, Any]:
     return sync_status(
-        engine, running_in_process=services.runner is not None, switch=services.switch
+        engine,
+        running_in_process=services.runner is not None,
+        switch=services.switch,
+        heldout_warning=services.learned_warning,
     )
 
 
