@@ -24,7 +24,7 @@ from app.learn.__main__ import main
 from app.learn.encoder import EncoderSettings, batches, examples
 from app.learn.heldout import exact_dense, score_judged, score_queries
 from app.learn.judgments import Folds, load_judgments
-from app.learned import load_learned_model
+from app.learned import load_learned_model, verdict
 from tests.learn.tiny_judgments import write_tiny_judgments
 
 FOLDS = 4
@@ -63,7 +63,13 @@ def test_the_manifest_records_data_folds_training_and_heldout_scores(
     rows = manifest["heldout"]["folds"]
     assert sorted(rows[0]) == ["base", "fold", "learned_encoder", "queries"]
     assert all(sorted(r) == ["fold", "queries"] for r in rows[1:])
-    assert manifest["heldout"]["summary"]["folds"] == [0]
+    summary = manifest["heldout"]["summary"]
+    assert summary["folds"] == [0] and summary["queries"] == rows[0]["queries"]
+    # Each gain with its spread over the queries: what `verdict` reads to warn.
+    gain = summary["learned_service"] - summary["base_service"]
+    assert summary["gain_service"] == pytest.approx(gain, abs=1e-4)
+    assert summary["gain_service_se"] >= 0
+    assert (verdict(summary) is None) == (summary["gain_service"] >= 0)
     assert manifest["run"]["peak_rss_mb"] > 0
     assert "ranker" not in manifest
     learned = load_learned_model(tmp / "model")
