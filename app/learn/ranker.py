@@ -24,10 +24,10 @@ Folds: a query's fold is a hash of its qid (`app.eval.folds`). Each fold's model
 trained on the other folds and score its own; the manifest reports each fold's held-out
 nDCG@10 of the ranker next to today's fusion on the same queries. The calibration
 (isotonic, classifier output -> P(relevant)) is fitted on those out-of-fold outputs, never
-on outputs for queries a model saw, and so is the cut's threshold (cut.json): the highest
-P(relevant) below which the out-of-fold cut loses at most CUT_RELEVANT_BUDGET of the
-judged-relevant products in the top 10 of what the service would show (the ranker's order
-of the first RANKER_CANDIDATES fused candidates). The saved models are then trained on
+on outputs for queries a model saw, and so is the cut's threshold (cut.json; app.learn.cut):
+the highest P(relevant) below which the out-of-fold cut loses at most CUT_RELEVANT_BUDGET of
+the judged-relevant products in the top 10 of what the service would show (the ranker's
+order of the first RANKER_CANDIDATES fused candidates). The saved models are then trained on
 every query (or every query outside `--holdout F`, so `python -m app.eval --model
 MODEL_DIR --fold F` scores them on queries they never saw).
 
@@ -74,6 +74,14 @@ from app.eval.index import build_chunk_index, open_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.parallel import each_query
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
+from app.learn.cut import (
+    CUT_GRID,
+    CUT_RELEVANT_BUDGET,
+    choose_cut,
+    cut_at,
+    nested_cut,
+    shown_top,
+)
 from app.learn.encoder import weights_id
 from app.learn.tree_onnx import convert_file
 from app.learned import MANIFEST, MANIFEST_FORMAT
@@ -134,13 +142,6 @@ CLASSIFIER_PARAMS: dict[str, Any] = {
     "objective": "binary",
     "metric": "binary_logloss",
 }
-# Cut thresholds the manifest reports the trade-off of (out-of-fold, top 10).
-CUT_GRID = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7)
-# The share of judged-relevant products in the top 10 the chosen cut may lose out of fold:
-# under the 2% the issue allows, since a held-out fold varies around the cross-validation.
-CUT_RELEVANT_BUDGET = 0.015
-# Thresholds the choice is made among.
-CUT_CHOICES = tuple(round(0.01 * i, 2) for i in range(1, 96))
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,68 +258,6 @@ def _predict(booster: Any, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64
     return np.asarray(booster.predict(x), dtype=np.float64) if len(x) else np.zeros(0)
 
 
-@dataclass(frozen=True, slots=True)
-class ShownTop:
-    """A query's top K as the service shows it: judged grades and P(relevant), in order."""
-
-    grades: npt.NDArray[np.float64]
-    probability: npt.NDArray[np.float64]
-
-
-def shown_top(order_scores: npt.NDArray[np.float64], rows: QueryRows, p: Any) -> ShownTop:
-    """The judged products of the ranker's top K among the shown candidates."""
-    top = np.argsort(-order_scores, kind="stable")[:K]
-    judged = top[~np.isnan(rows.shown_grades[top])]
-    return ShownTop(rows.shown_grades[judged], np.asarray(p)[judged])
-
-
-def cut_at(tops: Sequence[ShownTop], relevant: float, t: float) -> dict[str, float]:
-    """The share of the judged-relevant and judged-irrelevant products in the tops that a
-    cut at P(relevant) < t removes."""
-    grades = np.concatenate([s.grades for s in tops]) if tops else np.zeros(0)
-    removed = np.concatenate([s.probability for s in tops]) < t if tops else np.zeros(0, bool)
-    rel = grades >= relevant
-    return {
-        "min_probability": t,
-        "relevant": int(rel.sum()),
-        "irrelevant": int((~rel).sum()),
-        "relevant_removed": float((removed & rel).sum() / max(int(rel.sum()), 1)),
-        "irrelevant_removed": float((removed & ~rel).sum() / max(int((~rel).sum()), 1)),
-    }
-
-
-def choose_cut(tops: Sequence[ShownTop], relevant: float) -> dict[str, float]:
-    """The highest CUT_CHOICES threshold whose out-of-fold cut loses at most
-    CUT_RELEVANT_BUDGET of the judged-relevant products (the lowest choice if none does)."""
-    best = cut_at(tops, relevant, CUT_CHOICES[0])
-    for t in CUT_CHOICES[1:]:
-        effect = cut_at(tops, relevant, t)
-        if effect["relevant_removed"] > CUT_RELEVANT_BUDGET:
-            break
-        best = effect
-    return best
-
-
-def nested_cut(
-    rows: Sequence[QueryRows], tops: Sequence[ShownTop], folds: Sequence[int], relevant: float
-) -> dict[str, Any]:
-    """The cut judged on folds its threshold was not chosen on: for each fold, the threshold
-    `choose_cut` picks from the other folds' out-of-fold tops, applied to this fold's."""
-    per_fold: list[dict[str, Any]] = []
-    kept: list[ShownTop] = []
-    for f in folds:
-        mine = [t for r, t in zip(rows, tops, strict=True) if r.fold == f]
-        others = [t for r, t in zip(rows, tops, strict=True) if r.fold != f]
-        if not mine or not others:
-            continue
-        t = choose_cut(others, relevant)["min_probability"]
-        per_fold.append({"fold": f, **cut_at(mine, relevant, t)})
-        # Each fold's tops with the probabilities cut at its own threshold, pooled below.
-        kept += [ShownTop(x.grades, x.probability - t) for x in mine]
-    pooled = {k: v for k, v in cut_at(kept, relevant, 0.0).items() if k != "min_probability"}
-    return {"per_fold": per_fold, "pooled": pooled}
-
-
 def _ndcg(order: Sequence[int], rows: QueryRows) -> float:
     """Condensed nDCG@K of the query's judged candidates in `order`, against every
     judgment (a judged product the retrieval missed counts, as in app.eval)."""
@@ -399,11 +338,16 @@ def fit(
     is_relevant = np.concatenate([r.grades >= relevant for r in scored])
     calibration = fit_isotonic(oof, is_relevant)
     tops = [
-        shown_top(order_scores(boosters[r.fold], r.shown, rounds), r, calibration(shown[r.qid]))
+        shown_top(
+            order_scores(boosters[r.fold], r.shown, rounds),
+            r.shown_grades,
+            calibration(shown[r.qid]),
+            K,
+        )
         for r in scored
     ]
     cut = choose_cut(tops, relevant)
-    held_out_cut = nested_cut(scored, tops, used, relevant)
+    held_out_cut = nested_cut([r.fold for r in scored], tops, used, relevant)
     logger.info(
         "cut out of fold: P(relevant) < %.2f removes %.1f%% of the judged-relevant and %.1f%% "
         "of the judged-irrelevant products in the top %d",

@@ -27,13 +27,8 @@ from app.core.config import Settings
 from app.eval.data import load_products
 from app.eval.index import build_chunk_index
 from app.eval.ndcg import condensed_ndcg_at_k
-from app.learn.ranker import (
-    CUT_RELEVANT_BUDGET,
-    PRIOR_SCALE,
-    ROUND_CHOICES,
-    choose_rounds,
-    train_ranker,
-)
+from app.learn.cut import CUT_RELEVANT_BUDGET
+from app.learn.ranker import PRIOR_SCALE, ROUND_CHOICES, choose_rounds, train_ranker
 from app.learned import MANIFEST, LearnedModelError, load_learned_model
 from app.query import plan_filters
 from app.query.search import constrained_retrieve
