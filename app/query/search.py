@@ -200,16 +200,27 @@ def search_turn(
     retriever: Retriever, text: str, like: int | None, top_k: int, plan: FilterPlan
 ) -> SearchOutcome:
     """A conversation turn's products: by example when it points at a shown product ("more
-    like the second one": the call behind GET /products/{id}/similar), else by its text
-    (blocking: call off the event loop).
+    like the second one"), else by its text (blocking: call off the event loop).
+
+    By example, the products that match the conversation's question (its text, the cut
+    applied) come nearest to the shown one first: "more like the second tent" is more
+    tents like it, not whatever else shares its brand's words, and that is what the
+    shopper still asked. When nothing else matches the question, the products nearest to
+    it (GET /products/{id}/similar under the same filters) are the answer.
 
     Raises:
         StoreError: the vector store failed.
     """
     if like is None:
         return constrained_retrieve(retriever, text, top_k, plan)
-    wanted = top_k * CANDIDATE_FACTOR if plan.prefer_low_price else top_k
-    found = retriever.similar(like, wanted, plan.search_filter)
+    wanted = top_k * CANDIDATE_FACTOR
+    matching: list[int] = []
+    if text:
+        asked = constrained_retrieve(retriever, text, wanted, plan)
+        if not asked.nearest:  # nearest: nothing fits the filters, so nothing matches
+            matching = [p.id for p in asked.products if p.id != like]
+    # No `among` (nothing else matches the question): the products nearest to it.
+    found = retriever.similar(like, wanted, plan.search_filter, among=matching)
     if found is None:  # it left the catalog since it was shown
         logger.info("product %d is gone: searching %r instead", like, text)
         return constrained_retrieve(retriever, text, top_k, plan)

@@ -18,6 +18,7 @@ order and score as they are. `candidates` is the search alone, what training rea
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -221,10 +222,15 @@ class Retriever:
         )
 
     def similar(
-        self, product_id: int, top_k: int | None = None, filters: SearchFilter | None = None
+        self,
+        product_id: int,
+        top_k: int | None = None,
+        filters: SearchFilter | None = None,
+        among: Sequence[int] = (),
     ) -> list[RetrievedProduct] | None:
-        """Products like `product_id` (its own chunks as the example), itself excluded;
-        None when the product is not in the index (blocking: call off-loop).
+        """Products like `product_id` (its own chunks as the example), itself excluded, only
+        `among` these when given; None when the product is not in the index (blocking: call
+        off-loop).
 
         Raises:
             StoreError: the vector store failed.
@@ -234,5 +240,6 @@ class Retriever:
             limit=top_k or self.default_top_k,
             chunks_per_product=self.chunks_per_product,
             flt=None if filters is None or filters.is_empty else filters,
+            among=among,
         )
         return None if hits is None else [to_retrieved(h) for h in hits]

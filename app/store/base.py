@@ -256,10 +256,11 @@ class VectorStore(Protocol):
         limit: int,
         chunks_per_product: int,
         flt: SearchFilter | None = None,
+        among: Sequence[int] = (),
     ) -> list[ProductHit] | None:
         """Products whose chunks are nearest to this product's chunks (the engine's
-        recommend query, best-score strategy), the product itself excluded; None when
-        the product has no chunks in the store."""
+        recommend query, best-score strategy), the product itself excluded, only `among`
+        these when given; None when the product has no chunks in the store."""
         ...
 
     def chunk_ids_without_sparse(self) -> list[str]:

@@ -440,6 +440,7 @@ class StoreCore(ABC):
         flt: SearchFilter | None = None,
         limit: int,
         chunks_per_product: int,
+        among: Sequence[int] = (),
     ) -> list[ProductHit] | None:
         """See `VectorStore.similar_products`: up to SIMILAR_SEEDS of the product's own
         chunk vectors seed one recommend query; the product itself is filtered out."""
@@ -452,7 +453,7 @@ class StoreCore(ABC):
         recommend = Branch(self._recommend(positives))
 
         def request(n: int, other: int | None = None) -> Any:
-            f = self._build_filter(flt, product_id=other, exclude=product_id)
+            f = self._build_filter(flt, product_id=other, exclude=product_id, products=among)
             return self._request(n, recommend, f, payload=SEARCH_FIELDS)
 
         return self._grouped(request, limit, chunks_per_product)

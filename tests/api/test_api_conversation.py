@@ -24,6 +24,7 @@ from app.core.catalog import Product
 from app.core.config import Settings
 from app.embedding import Embedder
 from app.query.turn import ConversationState, ShownProduct
+from app.query.types import Constraint
 from tests.demo_index import write_shard
 from tests.live_server import ServerThread
 from tests.openai_stub import OpenAIStub
@@ -63,6 +64,11 @@ CATALOG = [
        "audio", "Tidewave", 129.0),
     _p(13, "Kitchell Gooseneck Kettle", "A pour-over kettle with a temperature dial.",
        "kitchen", "Kitchell", 64.0),
+    # Cheap products that share shoe 2's name, not its kind: near it by its words alone.
+    _p(14, "Kinetiq Tempo Road Building Blocks", "Red building blocks, light and quick "
+       "for tempo builds.", "toys", "Kinetiq", 19.0),
+    _p(15, "Kinetiq Tempo Road Water Bottle", "A red bottle, light and quick for tempo "
+       "days.", "sports", "Kinetiq", 14.0),
 ]  # fmt: skip
 BY_ID = {p.id: p for p in CATALOG}
 
@@ -160,14 +166,42 @@ def test_more_like_the_second_one_searches_by_that_product(
     answer = ask(client, "more like the second one", first["conversation"])
     ids = [p["id"] for p in answer["products"]]
     assert ids and second["id"] not in ids
-    # Exactly the products nearest to it under the carried budget: what the product's own
-    # "similar" endpoint gives with the same filter.
-    similar = client.get(f"/products/{second['id']}/similar", params={"top_k": 5, "max_price": 100})
+    # The question's matches (running shoes), nearest to it first: in the order the
+    # product's own "similar" endpoint gives them under the same filter.
+    similar = client.get(
+        f"/products/{second['id']}/similar", params={"top_k": 15, "max_price": 100}
+    )
     assert similar.status_code == 200, similar.text
-    assert ids == [p["id"] for p in similar.json()["products"]]
+    assert ids == [p["id"] for p in similar.json()["products"] if p["id"] in ids]
+    assert all("Running Shoes" in BY_ID[i].name for i in ids), ids
     assert filters(answer) == [("max_price", 100.0, "conversation")]
     assert all(BY_ID[i].category == BY_ID[second["id"]].category for i in ids)
     assert all(p["price"] <= 100 for p in answer["products"])
+
+
+def test_more_like_a_shown_product_is_more_of_what_was_asked_not_its_namesakes(
+    client: httpx.Client,
+) -> None:
+    """Shoe 2's nearest products by its chunks include the cheap blocks and bottle that share
+    its name; after "cheaper" (lower prices first) they would lead the page. More like it
+    is more running shoes like it."""
+    tempo = BY_ID[2]
+    nearest = client.get(f"/products/{tempo.id}/similar", params={"top_k": 5, "max_price": 100})
+    assert nearest.status_code == 200, nearest.text
+    assert {14, 15} & {p["id"] for p in nearest.json()["products"]}  # the condition is real
+    state = ConversationState(
+        "running shoes",
+        filters=(
+            Constraint("max_price", 100.0, "under $100"),
+            Constraint("price_preference", "low", "cheaper"),
+        ),
+        shown=(ShownProduct(tempo.id, tempo.price), ShownProduct(1, BY_ID[1].price)),
+    )
+    token = ConversationCodec(SECRET.encode(), TTL).issue(state)
+    answer = ask(client, "more like the first one", token)
+    ids = [p["id"] for p in answer["products"]]
+    assert ids and tempo.id not in ids
+    assert all("Running Shoes" in BY_ID[i].name and BY_ID[i].price <= 100 for i in ids), ids
 
 
 def test_not_a_brand_excludes_it_and_keeps_the_rest(

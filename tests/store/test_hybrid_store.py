@@ -322,6 +322,11 @@ def test_engines_agree_on_hybrid_dense_sparse_and_similar(
     shoes = client.similar_products(7, limit=5, chunks_per_product=1, flt=SearchFilter("shoes"))
     assert shoes is not None
     assert _ids(shoes) == [pid for pid in order if _category(pid) == "shoes"][:5]
+    # Among given products only (a conversation's matches), in the same order, on both.
+    among = order[3:9:2]
+    for store in (client, edge):
+        within = store.similar_products(7, limit=5, chunks_per_product=1, among=among)
+        assert within is not None and _ids(within) == [pid for pid in order if pid in among]
     assert client.similar_products(12345, limit=5, chunks_per_product=1) is None
     assert edge.similar_products(12345, limit=5, chunks_per_product=1) is None
 
