@@ -26,7 +26,7 @@ from app.core.errors import RecommenderError
 from app.query.brands import BrandFinder, Span, overlaps
 from app.query.category import word_forms
 from app.query.followup_rules import ON_REST, Effect, Rule, compile_rule, load_rules
-from app.query.phrasebook import Phrasebook
+from app.query.phrasebook import Phrasebook, alternation
 from app.query.turn import MAX_SEARCH_TEXT, ConversationState, ShownProduct, Turn, carried_filters
 from app.query.types import Constraint, ParsedQuery
 
@@ -51,6 +51,7 @@ class _Reading:
     categories: Collection[str]
     cuts: list[Span] = field(default_factory=list)
     cue: bool = False
+    switch: bool = False
     like: int | None = None
     pointed: bool = False
     own: list[Constraint] = field(default_factory=list)
@@ -99,6 +100,9 @@ class FollowUpReader:
             patterns = compile_rule(rule, book)
             finder = BrandFinder(patterns[0]) if rule.at == "catalog_brands" else None
             compiled.append(_Compiled(rule, patterns, finder))
+        self.refers_back = re.compile(
+            rf"(?<![\w-])(?:{alternation(book.followup_refers_back)})(?![\w-])", re.I
+        )
         self._on_query = [c for c in compiled if c.rule.at not in ON_REST]
         self._on_rest = [c for c in compiled if c.rule.at in ON_REST]
 
@@ -125,6 +129,10 @@ class FollowUpReader:
             self._apply(c, r, r.words)
         if not r.cue and r.words:
             return Turn(r.parsed)  # a new question (nothing but constraints is a follow-up)
+        if r.switch and r.words:
+            # "Actually I need a backpack": a new question in the words after the cue.
+            logger.info("follow-up %r: a new need, %r; nothing carried", r.query, r.words)
+            return Turn(ParsedQuery(r.query, r.words, r.parsed.constraints, parsed.parser))
         like = r.like if not r.words or r.pointed else None  # new words: a text search again
         text = state.search_text
         if r.words and r.words.lower() not in text.lower():
@@ -210,6 +218,15 @@ def _ignore_query(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | 
         r.cue = True
 
 
+def _switch(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """ "Actually I need …", "never mind, …": the shopper names a new need, searched alone
+    with nothing carried, unless the words point back at what was shown ("actually I want
+    black ones"): then they refine it."""
+    assert m is not None
+    r.take(m)
+    r.switch = reader.refers_back.search(r.query, m.end()) is None
+
+
 def _refine(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
     assert m is not None
     r.take(m)
@@ -257,6 +274,7 @@ EFFECTS: dict[Effect, Callable[[FollowUpReader, _Reading, _Compiled, Match | Non
     "cheaper": _cheaper,
     "brands": _brands,
     "ignore_query": _ignore_query,
+    "switch": _switch,
     "refine": _refine,
     "keep": _keep,
     "drop": _drop,

@@ -23,7 +23,15 @@ RULES_PATH = Path(__file__).with_name("followup_rules.json")
 # in it, or, after the query rules, what no rule took (its edges, or all of it).
 Position = Literal["anywhere", "start", "end", "catalog_brands", "rest_edges", "rest"]
 Effect = Literal[
-    "search_by_shown", "cheaper", "brands", "ignore_query", "refine", "keep", "drop", "category"
+    "search_by_shown",
+    "cheaper",
+    "brands",
+    "ignore_query",
+    "switch",
+    "refine",
+    "keep",
+    "drop",
+    "category",
 ]
 ON_REST: frozenset[Position] = frozenset({"rest_edges", "rest"})
 # Effects that need a particular kind of match.

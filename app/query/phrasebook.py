@@ -53,6 +53,8 @@ class Phrasebook:
     followup_kept_openers: list[str]
     followup_trailing: list[str]
     followup_fillers: list[str]
+    followup_switch: list[str]
+    followup_refers_back: list[str]
     ordinal_words: dict[str, int]
 
     def currency_of(self, token: str) -> str | None:

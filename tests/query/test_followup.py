@@ -144,6 +144,40 @@ def test_a_new_question_starts_fresh() -> None:
     assert turn.parsed.search_text == "headphones for swimming"
 
 
+@pytest.mark.parametrize(
+    ("query", "search"),
+    [
+        ("actually I need a yoga mat", "yoga mat"),
+        ("Actually, I'm looking for wireless earbuds", "wireless earbuds"),
+        ("never mind, a kettle", "kettle"),
+        ("I'd rather have headphones for swimming", "headphones for swimming"),
+    ],
+)
+def test_a_new_need_after_a_switch_cue_is_searched_alone_with_nothing_carried(
+    query: str, search: str
+) -> None:
+    """Read as a refinement ("actually" opens one), "actually I need a backpack" after tents
+    searched 'tents I need a backpack' and showed a backpacking tent first."""
+    turn = read(query)
+    assert not turn.follow_up and turn.carried == () and turn.like is None
+    assert turn.parsed.search_text == search
+    assert applied(turn) == []
+
+
+def test_a_switch_cue_keeps_a_budget_stated_with_the_new_need() -> None:
+    turn = read("actually I need a yoga mat under $40")
+    assert turn.parsed.search_text == "yoga mat"
+    assert applied(turn) == [("max_price", 40.0, "query")]
+
+
+@pytest.mark.parametrize("query", ["actually I want black ones", "actually I need it in black"])
+def test_a_switch_cue_whose_words_point_back_refines(query: str) -> None:
+    turn = read(query)
+    assert turn.follow_up and turn.parsed.search_text.startswith("running shoes ")
+    assert "black" in turn.parsed.search_text
+    assert applied(turn) == [("max_price", 100.0, "conversation")]
+
+
 def test_the_request_and_this_turn_win_over_what_was_carried() -> None:
     turn = read("in black")
     plan = plan_filters(turn.parsed, SearchFilter(max_price=70.0), (), "$", turn.carried)
