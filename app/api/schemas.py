@@ -151,6 +151,11 @@ class SearchResponse(BaseModel):
         description="True when no relevant product met the hard price filters: `products` "
         "are all nearest matches outside them (each flagged `outside_filters`).",
     )
+    no_close_match: bool = Field(
+        False,
+        description="True when even the best product scored below RELEVANCE_CLOSE_MATCH: "
+        "the catalog has nothing close to the request, and `products` are the nearest it has.",
+    )
     products: list[ProductOut]
     closest_outside_filters: list[ProductOut] = Field(
         default_factory=list,

@@ -138,6 +138,11 @@ class Settings(BaseSettings):
     popularity_weight: float = Field(0.03, ge=0, le=0.2)
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
+    # Under relevance fusion without a ranker: when the best match scores below this, the
+    # answer says nothing in the catalog matches closely and offers the products as the
+    # nearest. Every judged dev query but 0.9% of Home Depot's scores above 0.5; the demo's
+    # queries with their relevant products taken away, 70% below (BENCHMARKS.md). 0: off.
+    relevance_close_match: float = Field(0.5, ge=0, le=2)
     # With a learned ranker (LEARNED_MODEL): how many fused candidates it re-orders per
     # search (or the page, if larger), and the calibrated P(relevant) below which a product
     # is not shown as a match (it replaces RELEVANCE_MARGIN then). Unset: the threshold the

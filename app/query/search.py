@@ -39,11 +39,14 @@ class SearchOutcome:
     """`products`: the matches, best first. When none fits the hard price bounds they are
     the nearest matches outside them instead (`nearest`); when some but fewer than asked
     for fit, `closest_outside` holds the closest relevant products outside the bounds,
-    offered as such and never as matches. Products outside are flagged `outside_filters`."""
+    offered as such and never as matches. Products outside are flagged `outside_filters`.
+    `no_close_match`: even the best scored below the retriever's `close_match_score`: the
+    catalog has nothing close to the request, and these are the nearest it has."""
 
     products: list[RetrievedProduct]
     nearest: bool = False
     closest_outside: list[RetrievedProduct] = field(default_factory=list)
+    no_close_match: bool = False
 
     @property
     def offered(self) -> list[RetrievedProduct]:
@@ -169,7 +172,7 @@ def constrained_retrieve(
         matches = nudge_by_cost(matches, log_price)
     matches = matches[:top_k]
     if len(matches) >= top_k or not plan.has_price_bounds:
-        return SearchOutcome(matches)
+        return SearchOutcome(matches, no_close_match=_far(retriever, best, matches))
     # Few fit the price bounds: the relevant products outside them (the category and the
     # brands still hold), closest first, never presented as if they fitted (the caller
     # labels them). Asked only now, on a server too: sent with the first search, this one
@@ -193,7 +196,15 @@ def constrained_retrieve(
     )
     if not matches:
         return SearchOutcome(offered, nearest=bool(offered))
-    return SearchOutcome(matches, closest_outside=offered)
+    return SearchOutcome(
+        matches, closest_outside=offered, no_close_match=_far(retriever, best, matches)
+    )
+
+
+def _far(retriever: Retriever, best: float, shown: Sequence[RetrievedProduct]) -> bool:
+    """Whether products are shown although even the best match is not a close one."""
+    bar = retriever.close_match_score
+    return bool(shown) and bar is not None and best < bar
 
 
 def search_turn(

@@ -125,6 +125,7 @@ class Retriever:
         self.default_top_k = settings.vector_search_top_k
         self.mode = settings.retrieval_mode
         self.relevance_margin = settings.relevance_margin
+        self._close_match = settings.relevance_close_match
         self._popularity_weight = settings.popularity_weight
         self.fusion = fusion or FusionSpec(
             lexical_weight=settings.fusion_lexical_weight,
@@ -144,6 +145,15 @@ class Retriever:
         ranker, which reads the product signals itself and scores by P(relevant): a re-sort
         by those scores plus a prior would throw its order away."""
         return 0.0 if self.ranks_by_probability else self._popularity_weight
+
+    @property
+    def close_match_score(self) -> float | None:
+        """The relevance the best match needs to be called a close one (RELEVANCE_CLOSE_MATCH),
+        or None: scores on another scale (a ranker's probability, whose cut decides; a
+        cosine alone; a similarity to a product)."""
+        if self.ranker is not None or not self._fused_by_relevance(self.mode):
+            return None
+        return self._close_match or None
 
     @property
     def ranks_by_probability(self) -> bool:

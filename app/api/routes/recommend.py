@@ -82,6 +82,7 @@ class _Searched:
             "query_parser": self.parsed.parser,
             "filters_applied": [FilterApplied.of(f) for f in self.plan.applied],
             "nearest_matches": self.outcome.nearest,
+            "no_close_match": self.outcome.no_close_match,
             "products": [ProductOut.of(p) for p in self.outcome.products],
             "closest_outside_filters": [ProductOut.of(p) for p in self.outcome.closest_outside],
         }
@@ -139,7 +140,13 @@ async def _search(
 
 
 def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
-    """What the answer says first when products outside the price bounds are shown."""
+    """What the answer says first when products outside the price bounds are shown, or when
+    nothing in the catalog matches closely."""
+    far = (
+        "Nothing in the catalog closely matches your request; these are the nearest products. "
+        if outcome.no_close_match
+        else ""
+    )
     bounds = " and ".join(f.label for f in plan.applied if f.field in ("min_price", "max_price"))
     if outcome.nearest:
         return (
@@ -147,10 +154,10 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
             "These are the nearest matches, outside that price range. "
         )
     if not outcome.closest_outside:
-        return ""
+        return far
     n = len(outcome.products)
     fit = "1 product matches" if n == 1 else f"{n} products match"
-    return (
+    return far + (
         f"Only {fit} your request at {bounds}; the closest ones outside that price range "
         "are offered separately. "
     )
