@@ -8,12 +8,15 @@ skipped, since the API reads the index and never the table. A service started on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from app.core.catalog import COLUMN_NAMES, Product
@@ -21,6 +24,7 @@ from app.core.config import ROOT, Settings
 from app.embedding import Embedder
 from app.store import open_store
 from app.sync.engine import SyncEngine
+from tests.live_server import ServerThread
 
 DEMO_PRODUCTS = ROOT / "data/demo/products.jsonl"
 
@@ -81,3 +85,21 @@ def replica_settings(demo_shard: DemoShard, workdir: Path, **settings: Any) -> S
         sync_lock_dir=str(workdir),
         **settings,
     )
+
+
+@contextlib.contextmanager
+def replica_client(demo_shard: DemoShard, workdir: Path) -> Iterator[httpx.Client]:
+    """A client of a real uvicorn serving a read replica over a copy of the demo shard
+    (`replica_settings` with the defaults: the offline answer, no API key)."""
+    settings = replica_settings(demo_shard, workdir)
+    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+        yield c
+
+
+# A module's client of one replica (imported as `demo_client_fixture`, used as `demo_client`).
+@pytest.fixture(scope="module", name="demo_client")
+def demo_client_fixture(
+    demo_shard: DemoShard, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    with replica_client(demo_shard, tmp_path_factory.mktemp("demo-replica")) as c:
+        yield c

@@ -13,16 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.demo_index import DemoShard, demo_shard_fixture, replica_settings  # noqa: F401
-from tests.live_server import ServerThread
+from tests.demo_index import DemoShard, demo_shard_fixture, replica_client  # noqa: F401
 
 
 @pytest.fixture(scope="module")
 def client(
     demo_shard: DemoShard, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[httpx.Client]:
-    settings = replica_settings(demo_shard, tmp_path_factory.mktemp("api-budget"))
-    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+    with replica_client(demo_shard, tmp_path_factory.mktemp("api-budget")) as c:
         yield c
 
 

@@ -25,8 +25,7 @@ from app.query.spelling import (
     dictionary_words,
 )
 from app.store import ChunkPoint, VectorStore, open_store
-from tests.demo_index import DemoShard, demo_shard_fixture, replica_settings  # noqa: F401
-from tests.live_server import ServerThread
+from tests.demo_index import DemoShard, demo_shard_fixture, replica_client  # noqa: F401
 from tests.qdrant_cluster import QdrantNode, qdrant_own_server_fixture  # noqa: F401
 from tests.synctools import wait_for, watch_failures
 
@@ -226,8 +225,7 @@ def test_a_refresh_while_the_server_is_killed_keeps_the_last_words_and_reads_aga
 def client(
     demo_shard: DemoShard, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[httpx.Client]:
-    settings = replica_settings(demo_shard, tmp_path_factory.mktemp("api-spelling"))
-    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+    with replica_client(demo_shard, tmp_path_factory.mktemp("api-spelling")) as c:
         yield c
 
 
