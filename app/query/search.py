@@ -213,11 +213,11 @@ def search_turn(
     """A conversation turn's products: by example when it points at a shown product ("more
     like the second one"), else by its text (blocking: call off the event loop).
 
-    By example, the products that match the conversation's question (its text, the cut
-    applied) come nearest to the shown one first: "more like the second tent" is more
-    tents like it, not whatever else shares its brand's words, and that is what the
-    shopper still asked. When nothing else matches the question, the products nearest to
-    it (GET /products/{id}/similar under the same filters) are the answer.
+    By example: among the products that match the conversation's question (its text, the
+    cut applied), those nearest to the shown one, nearest first. "More like the second
+    tent" is more tents like it, not whatever else shares its brand's words. When nothing
+    else matches the question, the products nearest to it (GET /products/{id}/similar
+    under the same filters) are the answer.
 
     Raises:
         StoreError: the vector store failed.
