@@ -257,7 +257,7 @@ def test_llm_failure_shows_the_degraded_notice(
 ) -> None:
     openai_stub.respond(Fail(500))
     page = open_page(browser, site)
-    ask(page, "an espresso machine for a small kitchen")
+    ask(page, "a stand mixer for baking bread")
 
     notice = page.locator("#notice")
     expect(notice).to_be_visible()
@@ -380,6 +380,16 @@ def test_an_impossible_budget_shows_nearest_matches_labelled(browser: Browser, s
     assert cards.count() >= 1
     expect(cards.first.locator(".pill--outside")).to_have_text("Outside your price range")
     assert all(PRICES[n] > 5 for n in card_names(page))
+
+
+def test_a_request_nothing_matches_closely_is_labelled(browser: Browser, site: str) -> None:
+    page = open_page(browser, site)
+    ask(page, "a blender that is not too loud")
+    expect(page.locator("#nearest")).to_be_visible()
+    expect(page.locator("#nearest")).to_contain_text("Nothing in the shop closely matches this")
+    assert page.locator(".card").count() >= 1  # the nearest are still shown
+    ask(page, "running shoes")
+    expect(page.locator("#nearest")).to_be_hidden()
 
 
 def test_a_form_filter_chip_clears_the_form_field(browser: Browser, site: str) -> None:

@@ -259,14 +259,17 @@
     applied.hidden = filters.length === 0;
     const products = Array.isArray(data.products) ? data.products : [];
     const closest = Array.isArray(data.closest_outside_filters) ? data.closest_outside_filters : [];
-    nearest.hidden = !(data.nearest_matches || closest.length);
-    if (!nearest.hidden) {
+    const priced = data.nearest_matches || closest.length;
+    nearest.hidden = !(priced || data.no_close_match);
+    if (priced) {
       const bounds = filters.filter((f) => f.hard && /_price$/.test(f.field)).map((f) => f.label);
       const fit = products.length;
       nearest.textContent = data.nearest_matches
         ? `Nothing matches ${bounds.join(" and ")}. These are the nearest matches, outside it.`
         : `Only ${fit} ${fit === 1 ? "product matches" : "products match"} ${bounds.join(" and ")}. ` +
           "The closest ones outside that price range follow, marked.";
+    } else if (data.no_close_match) {
+      nearest.textContent = "Nothing in the shop closely matches this. These are the nearest products.";
     }
   }
 
