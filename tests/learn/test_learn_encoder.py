@@ -11,9 +11,12 @@ import json
 import logging
 import random
 import re
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
@@ -25,16 +28,18 @@ from app.learn.encoder import EncoderSettings, batches, examples
 from app.learn.heldout import exact_dense, score_judged, score_queries
 from app.learn.judgments import Folds, load_judgments
 from app.learned import load_learned_model, verdict
+from tests.fixtures.tables.make_tables import HERE
 from tests.learn.tiny_judgments import write_tiny_judgments
+from tests.live_server import ServerThread
 
 FOLDS = 4
 ARGS = ["--folds", str(FOLDS), "--batch-size", "8", "--max-steps", "4", "--no-ranker"]
 
 
-def _train(tmp: Path, judgments: Path, name: str) -> dict[str, Any]:
+def _train(tmp: Path, judgments: Path, name: str, *extra: str) -> dict[str, Any]:
     out = tmp / name
     argv = ["--judgments", str(judgments), "--out", str(out), "--cache-dir", str(tmp / "cache")]
-    assert main(argv + ARGS) == 0
+    assert main(argv + ARGS + list(extra)) == 0
     manifest: dict[str, Any] = json.loads((out / "manifest.json").read_text())
     return manifest
 
@@ -130,6 +135,38 @@ def test_the_same_seed_gives_the_same_model_and_scores(
     assert again["heldout"] == first["heldout"]
     assert again["encoder"]["id"] == first["encoder"]["id"]
     assert again["encoder"]["loss_first"] == first["encoder"]["loss_first"]
+
+
+def test_a_model_that_ranks_worse_is_named_by_the_run_and_by_sync_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real fine-tune at a learning rate that wrecks the encoder, then the service serving
+    it (LEARNED_MODEL, a real uvicorn over the committed `cow_aged` table): the run ends
+    with the warning on stderr, and /sync/status carries it, not only the start-up log."""
+    judgments = write_tiny_judgments(tmp_path / "judged")
+    manifest = _train(tmp_path, judgments, "worse", "--learning-rate", "0.5")
+    assert manifest["heldout"]["summary"]["gain_service"] < 0
+    warning = load_learned_model(tmp_path / "worse").heldout_warning
+    assert warning is not None and "ranks below today's service on" in warning
+    assert f"warning: {warning}" in capsys.readouterr().err
+    table = tmp_path / "cow_aged"
+    shutil.copytree(HERE / "cow_aged", table)
+    settings = Settings(
+        hudi_table_path=str(table),
+        data_dir=str(tmp_path / "data"),
+        learned_model=str(tmp_path / "worse"),
+        max_chunk_tokens=64,
+        chunk_overlap_tokens=8,
+        openai_api_key=None,
+        api_key=None,
+    )
+    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=60) as c:
+        deadline = time.monotonic() + 120
+        while c.get("/ready").status_code != 200:
+            assert time.monotonic() < deadline, c.get("/sync/status").text
+            time.sleep(0.2)
+        status = c.get("/sync/status").json()
+    assert status["model"]["heldout_warning"] == warning
 
 
 def test_both_measures_score_dense_as_the_catalog_search_does(
