@@ -139,9 +139,8 @@ class Settings(BaseSettings):
     # A product scoring this far below the best match is not shown as a match.
     relevance_margin: float = Field(0.35, gt=0, le=2)
     # Under relevance fusion without a ranker: when the best match scores below this, the
-    # answer says nothing in the catalog matches closely and offers the products as the
-    # nearest. Every judged dev query but 0.9% of Home Depot's scores above 0.5; the demo's
-    # queries with their relevant products taken away, 70% below (BENCHMARKS.md). 0: off.
+    # answer says nothing in the catalog matches closely (the margin above always keeps the
+    # best). Chosen on both dev sets and the demo: docs/decisions/relevance-fusion.md. 0: off.
     relevance_close_match: float = Field(0.5, ge=0, le=2)
     # With a learned ranker (LEARNED_MODEL): how many fused candidates it re-orders per
     # search (or the page, if larger), and the calibrated P(relevant) below which a product
