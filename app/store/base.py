@@ -8,6 +8,7 @@ tests/store/test_store_contract.py checks that.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -20,15 +21,20 @@ from app.core.errors import RecommenderError, TerminalError
 from app.store.hybrid import FusionSpec, SparseVec
 
 VectorLike = Sequence[float] | npt.NDArray[np.floating[Any]]
+# A word as the engines' word tokenizer splits names (letters and digits).
+_NAME_WORD = re.compile(r"[^\W_]+")
 
 # Payload fields with an index: product_id for grouping and per-product deletes, the
-# others for the retrieval filters (applied inside the vector search) and their facets.
+# others for the retrieval filters (applied inside the vector search) and their facets;
+# name's words for the words a shopper does not want ("not over-ear").
 INDEXED_FIELDS: dict[str, str] = {
     "product_id": "integer",
     "category": "keyword",
     "price": "float",
     "brand": "keyword",
+    "name": "text",
 }
+NAME_FIELD = "name"
 GROUP_FIELD = "product_id"
 # How many chunks the chunk's product has (written by the sync; read by app.store.grouping).
 COUNT_FIELD = "chunk_count"
@@ -136,7 +142,9 @@ class SearchFilter:
     """Retrieval filters; bounds are inclusive. All None (and no brands) means no filter.
 
     `brands`: only products of one of these (exact payload values); `exclude_brands`: none
-    of these (a product without a brand is never excluded). `outside_price`: the price
+    of these (a product without a brand is never excluded). `exclude_words`: no product
+    whose name uses all the words of one of these phrases (any case, the last word also
+    singular or plural: `name_forms`). `outside_price`: the price
     bounds turned inside out, only products outside them or without a price (the search
     for the closest products when too few fit a budget).
     """
@@ -146,6 +154,7 @@ class SearchFilter:
     max_price: float | None = None
     brands: tuple[str, ...] = ()
     exclude_brands: tuple[str, ...] = ()
+    exclude_words: tuple[str, ...] = ()
     outside_price: bool = False
 
     @property
@@ -156,7 +165,23 @@ class SearchFilter:
             and self.max_price is None
             and not self.brands
             and not self.exclude_brands
+            and not self.exclude_words
         )
+
+
+def name_forms(phrase: str) -> list[str]:
+    """The phrases a name must not use for `phrase` to exclude it: the phrase, and its last
+    word's plain singular or plural ("backpacks": "backpack"). The engines match a phrase's
+    words in any order and case, whole words only (word tokenizer, no stemmer: qdrant-client's
+    local mode can do no more, so every engine answers alike)."""
+    words = _NAME_WORD.findall(phrase.lower())
+    if not words:
+        return []
+    *head, last = words
+    forms = [last, last[:-1] if last.endswith("s") and len(last) > 3 else f"{last}s"]
+    if last.endswith("es") and len(last) > 4:
+        forms.append(last[:-2])  # "boxes": "box"
+    return [" ".join([*head, f]) for f in dict.fromkeys(forms)]
 
 
 class VectorStore(Protocol):

@@ -23,6 +23,7 @@ from app.store.base import (
     COUNT_FIELD,
     GROUP_FIELD,
     INDEXED_FIELDS,
+    NAME_FIELD,
     ChunkPoint,
     ProductHit,
     SearchFilter,
@@ -32,6 +33,7 @@ from app.store.base import (
     StoreError,
     VectorLike,
     as_float_list,
+    name_forms,
     normalize_id,
     stored_chunk,
 )
@@ -123,7 +125,7 @@ def _products_holding(points: Sequence[Any], terms: frozenset[int]) -> set[Any]:
 class StoreCore(ABC):
     """The shared half of a `VectorStore`; see the module docstring for the split."""
 
-    # Engine schema type for each INDEXED_FIELDS kind ("integer", "keyword", "float").
+    # Engine schema type for each INDEXED_FIELDS kind ("integer", "keyword", "float", "text").
     _SCHEMA_TYPES: ClassVar[dict[str, Any]]
 
     def __init__(
@@ -216,6 +218,9 @@ class StoreCore(ABC):
             must.append(self._match_any("brand", list(flt.brands)))
         if flt is not None and flt.exclude_brands:
             must_not.append(self._match_any("brand", list(flt.exclude_brands)))
+        if flt is not None:
+            for phrase in flt.exclude_words:
+                must_not += [self._match_text(NAME_FIELD, f) for f in name_forms(phrase)]
         if product_id is not None:
             must.append(self._match(GROUP_FIELD, product_id))
         if products:
@@ -477,6 +482,10 @@ class StoreCore(ABC):
 
     @abstractmethod
     def _match_any(self, key: str, values: list[int] | list[str]) -> Any: ...
+
+    @abstractmethod
+    def _match_text(self, key: str, text: str) -> Any:
+        """Points whose `key` uses every word of `text` (a text-indexed field)."""
 
     @abstractmethod
     def _range(self, key: str, gte: float | None, lte: float | None) -> Any: ...

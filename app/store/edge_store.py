@@ -96,6 +96,11 @@ class EdgeStore(StoreCore):
         ),
         "keyword": qe.KeywordIndexParams(memory=INDEX_MEMORY),
         "float": qe.FloatIndexParams(memory=INDEX_MEMORY),
+        # Whole lowercase words, no stemmer and no stopwords ("over" in "over-ear" counts):
+        # what base.name_forms expects of every engine.
+        "text": qe.TextIndexParams(
+            tokenizer=qe.TokenizerType.Word, lowercase=True, memory=INDEX_MEMORY
+        ),
     }
 
     def __init__(
@@ -272,6 +277,9 @@ class EdgeStore(StoreCore):
     # --- engine types -----------------------------------------------------------------
     def _match(self, key: str, value: Any) -> qe.FieldCondition:
         return qe.FieldCondition(key=key, match=qe.MatchValue(value))
+
+    def _match_text(self, key: str, text: str) -> qe.FieldCondition:
+        return qe.FieldCondition(key=key, match=qe.MatchText(text))
 
     def _match_any(self, key: str, values: list[int] | list[str]) -> qe.FieldCondition:
         return qe.FieldCondition(key=key, match=qe.MatchAny(values))

@@ -101,6 +101,12 @@ class QdrantClientStore(StoreCore):
         "integer": models.PayloadSchemaType.INTEGER,
         "keyword": models.PayloadSchemaType.KEYWORD,
         "float": models.PayloadSchemaType.FLOAT,
+        # As the edge shard's (app/store/edge_store.py): whole lowercase words, no stemmer.
+        "text": models.TextIndexParams(
+            type=models.TextIndexType.TEXT,
+            tokenizer=models.TokenizerType.WORD,
+            lowercase=True,
+        ),
     }
 
     def __init__(
@@ -301,6 +307,9 @@ class QdrantClientStore(StoreCore):
     # --- engine types -----------------------------------------------------------------
     def _match(self, key: str, value: Any) -> models.FieldCondition:
         return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+    def _match_text(self, key: str, text: str) -> models.FieldCondition:
+        return models.FieldCondition(key=key, match=models.MatchText(text=text))
 
     def _match_any(self, key: str, values: list[int] | list[str]) -> models.FieldCondition:
         return models.FieldCondition(key=key, match=models.MatchAny(any=values))

@@ -4,7 +4,8 @@
 shoes, kitchen, none; plus product 99 (DOMINANT, audio, 50.0) with 40 chunks clustered
 around one direction: it crowds a plain top-k, forcing the engines to widen their fetch.
 Even products carry `chunk_count`, odd ones leave it out, as chunks stored before the
-field existed do, so searches run both the skip and the fill (app.store.grouping).
+field existed do, so searches run both the skip and the fill (app.store.grouping). Names
+cycle three styles of headphones (`name`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from app.store import ChunkPoint
 DIM = 16
 CATEGORIES = ["audio", "shoes", "kitchen", None]
 DOMINANT = 99
+# Names by product id % 3: words for the name exclusions (SearchFilter.exclude_words).
+STYLES = ["Over-Ear Headphones", "Open-Ear Headphone", "Ear Buds"]
+
+
+def name(pid: int) -> str:
+    return f"Product {pid} {STYLES[pid % 3]}"
 
 
 def _chunk_id(product_id: int, index: int, text: str) -> str:
@@ -41,7 +48,7 @@ def point(
         "chunk_index": index,
         **({"chunk_count": count} if count is not None else {}),
         "text": text,
-        "name": f"Product {pid}",
+        "name": name(pid),
         "category": category,
         "brand": "acme" if pid % 2 else None,
         "price": price,

@@ -12,6 +12,7 @@ The edge engine's own durability (WAL, kill, locking, reopen): test_edge_durabil
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 import uuid
@@ -34,9 +35,10 @@ from app.store import (
     VectorStore,
     open_store,
 )
+from app.store.base import name_forms
 from app.store.edge_store import EdgeStore
 from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
-from tests.store.sample_points import CATEGORIES, DIM, DOMINANT, make_points, point
+from tests.store.sample_points import CATEGORIES, DIM, DOMINANT, make_points, name, point
 
 POINTS = make_points()
 BACKEND = {"memory": "qdrant-local", "edge": "qdrant-edge", "server": "qdrant-remote"}
@@ -146,7 +148,7 @@ def test_set_payloads_merges_into_the_payload(filled: VectorStore) -> None:
     filled.set_payloads([PayloadUpdate(ids_3, {"price": 9.5, "ts": 1})])
     updated = filled.chunks_for_products([3])
     assert {c.payload["price"] for c in updated} == {9.5}
-    assert {c.payload["name"] for c in updated} == {"Product 3"}
+    assert {c.payload["name"] for c in updated} == {name(3)}
     after = {c.id: c.payload for c in filled.iter_chunks()}
     assert after == {i: p | {"price": 9.5, "ts": 1} if i in ids_3 else p for i, p in before.items()}
     [own] = [p for p in POINTS if p.id == ids_3[0]]
@@ -176,6 +178,32 @@ def test_a_shorter_description_replaces_its_chunks(filled: VectorStore) -> None:
     [chunk] = filled.chunks_for_products([7])
     assert (chunk.id, chunk.payload) == (new_7.id, new_7.payload)
     assert filled.count() == len(POINTS) - 4 + 1
+
+
+def test_name_exclusions_leave_exactly_the_other_products(filled: VectorStore) -> None:
+    # "not over-ear": every product whose name lacks one of the words, and no other, also
+    # under a category and once the names change; words in any case, a plural for its
+    # singular, a word inside another ("Ear" in "Over-Ear") counts, a part of one does not.
+    query = np.ones(DIM, dtype=np.float32)
+
+    def shown(flt: SearchFilter) -> set[int]:
+        return {
+            h.product_id
+            for h in filled.search_products(query, limit=100, chunks_per_product=1, flt=flt)
+        }
+
+    every = set(range(40)) | {DOMINANT}
+    assert shown(SearchFilter()) == every
+    assert shown(SearchFilter(exclude_words=("Over-Ear",))) == {p for p in every if p % 3}
+    assert shown(SearchFilter(exclude_words=("headphones",))) == {p for p in every if p % 3 == 2}
+    assert shown(SearchFilter(exclude_words=("bud", "ov"))) == {p for p in every if p % 3 != 2}
+    assert shown(SearchFilter(category="shoes", exclude_words=("open ear",))) == {
+        p for p in range(1, 40, 4) if p % 3 != 1
+    }
+    filled.set_payloads(
+        [PayloadUpdate(sorted(_ids_of({1})), {"name": "Product 1 Over-Ear Headphones"})]
+    )
+    assert shown(SearchFilter(exclude_words=("over-ear",))) == {p for p in every if p % 3} - {1}
 
 
 def test_keyword_counts_follow_every_write(store: VectorStore) -> None:
@@ -355,6 +383,9 @@ def _assert_search_invariants(
                 assert chunk.payload["brand"] in flt.brands
             if flt is not None and flt.exclude_brands:
                 assert chunk.payload["brand"] not in flt.exclude_brands
+            for phrase in flt.exclude_words if flt is not None else ():
+                words = set(re.findall(r"\w+", chunk.payload["name"].lower()))
+                assert not any(set(f.split()) <= words for f in name_forms(phrase)), phrase
 
 
 FILTERS = [
@@ -366,6 +397,10 @@ FILTERS = [
     # Brands: odd products are "acme", even ones have none (an exclusion keeps those).
     SearchFilter(brands=("acme", "no-such-brand")),
     SearchFilter(category="audio", exclude_brands=("acme",), max_price=150.0),
+    # Names: "over-ear" leaves the open-ear ones and the buds; "headphones" (and its
+    # singular) leaves only the buds.
+    SearchFilter(exclude_words=("over-ear",)),
+    SearchFilter(category="audio", exclude_words=("HEADPHONES", "no-such-word")),
 ]
 SHAPES = [(5, 3, None), (3, 1, None), (10, 2, 0.2), (4, 3, 0.35)]
 
