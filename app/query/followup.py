@@ -211,7 +211,9 @@ def _brands(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) 
 
 def _ignore_query(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
     """A negation that named no brand ("without a hood", "not Samsung" for a brand the
-    catalog lacks) is never searched for: its words would attract what it excludes."""
+    catalog lacks) refines the last turn and is never searched for: its words would attract
+    what it rules out. The parser made them an exclusion (app/query/negation.py), unless
+    the catalog's names use them after a negation ("no dig" ones): then nothing changes."""
     if m is not None and not r.brand_spans:
         logger.info("follow-up %r: the negated words name no brand; ignored", r.query)
         r.cuts.append((0, len(r.query)))
@@ -253,13 +255,14 @@ def _category(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None
 
 def _take_heard(r: _Reading) -> None:
     """The constraints the parser heard are not words to search for; a category heard
-    inside a brand's name ("Brumm Audio") is the brand's."""
+    inside a brand's name ("Brumm Audio") is the brand's, and so are the words of a
+    negation that names one ("not Acme": the brand is excluded, by the brand rule)."""
     heard = []
     lowered = r.query.lower()
     for c in r.parsed.constraints:
         at = lowered.find(c.text.lower()) if c.text else -1
         inside = at >= 0 and overlaps(r.brand_spans, at, at + len(c.text))
-        if c.field == "category" and inside:
+        if c.field in ("category", "exclude_words") and inside:
             continue
         heard.append(c)
         if at >= 0:

@@ -51,7 +51,9 @@ CATEGORIES: """
 
 
 # Constraints whose words the offline parse cuts from the search text.
-_CUT_BY_RULES = frozenset({"min_price", "max_price", "price_preference"})
+_CUT_BY_RULES = frozenset(
+    {"min_price", "max_price", "price_preference", "exclude_brand", "exclude_words"}
+)
 
 
 def _value(constraints: list[Constraint], field: ConstraintField) -> float | None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from app.query.category import CategoryMatcher
+from app.query.negation import NegationReader
 from app.query.phrasebook import Phrasebook, alternation, load_phrasebook
 from app.query.price import PriceParser, price_constraints
 from app.query.spelling import Speller
@@ -21,6 +22,7 @@ class OfflineQueryParser:
         self.book = book or load_phrasebook()
         self.prices = PriceParser(self.book)
         self.categories = CategoryMatcher(self.book)
+        self.negations = NegationReader(self.book)
         self._soft = re.compile(
             rf"(?<![\w-])(?:{alternation(self.book.soft_cheap)})(?![\w-])", re.I
         )
@@ -29,14 +31,20 @@ class OfflineQueryParser:
         )
 
     def parse(
-        self, query: str, categories: Iterable[str] = (), speller: Speller | None = None
+        self,
+        query: str,
+        categories: Iterable[str] = (),
+        speller: Speller | None = None,
+        brands: Collection[str] = (),
     ) -> ParsedQuery:
         """Split `query` into a search text and the constraints it states.
 
         Args:
             query: the shopper's words.
             categories: the catalog's categories (a category is only heard if it is one).
-            speller: mends the search text's misspelt words (app.query.spelling).
+            speller: mends the search text's misspelt words (app.query.spelling); its
+                words also tell a negation from a product named by one (app.query.negation).
+            brands: the catalog's brands, excluded when a negation names one.
         """
         matches = self.prices.find(query)
         constraints = price_constraints(query, matches)
@@ -53,13 +61,24 @@ class OfflineQueryParser:
         if popular:
             constraints.append(Constraint("popularity_preference", "high", popular[0].group(0)))
             cut += [(m.start(), m.end()) for m in popular]
-        category = self.categories.find(query, categories)
+        excluded, negated = self.negations.find(query, cut, speller, brands)
+        constraints += excluded
+        cut += negated
+        # A category named inside a negation ("not kitchen stuff") is not wanted.
+        category = self.categories.find(_blanked(query, negated), categories)
         if category is not None:
             constraints.append(category)
         text = search_text(query, cut)
         if speller is not None:
             text = speller.correct(text)
         return ParsedQuery(query, text, tuple(constraints), "offline")
+
+
+def _blanked(query: str, spans: list[tuple[int, int]]) -> str:
+    """`query` with the spans' characters turned into spaces (offsets unchanged)."""
+    for start, end in spans:
+        query = query[:start] + " " * (end - start) + query[end:]
+    return query
 
 
 def search_text(query: str, cut: list[tuple[int, int]]) -> str:
@@ -71,5 +90,6 @@ def search_text(query: str, cut: list[tuple[int, int]]) -> str:
             last = end
     kept.append(query[last:])
     text = re.sub(r"\s+([,;:.!?])", r"\1", " ".join(" ".join(kept).split()))
+    text = re.sub(r"([,;:])(?:[,;:])+", r"\1", text)  # "a kettle, no plastic, for tea"
     text = _EDGE_JUNK_END.sub("", _EDGE_JUNK.sub("", text))
     return text if re.search(r"\w", text) else query

@@ -45,10 +45,14 @@ class Phrasebook:
     determiners: list[str]
     function_words: list[str]
     number_words: dict[str, float]
+    # "not", "without": what follows is not wanted (app/query/negation.py; follow-ups too).
+    negations: list[str]
+    # "no dig edging", "salt free ice melt": a catalog that names products by an absence.
+    absence_before: list[str]
+    absence_after: list[str]
     # Follow-ups (app/query/followup.py): phrases that refine the conversation's last turn.
     followup_similar: list[str]
     followup_cheaper: list[str]
-    followup_exclude: list[str]
     followup_openers: list[str]
     followup_kept_openers: list[str]
     followup_trailing: list[str]

@@ -66,7 +66,7 @@ def label(field: FilterField, value: str | float, symbol: str) -> str:
         return "best sellers first"
     if field == "brand":
         return f"{value} only"
-    if field == "exclude_brand":
+    if field in ("exclude_brand", "exclude_words"):
         return f"not {value}"
     return str(value)
 
@@ -106,6 +106,7 @@ def plan_filters(
     prefer_popular = False
     brands: dict[FilterSource, list[str]] = {}
     excluded: list[str] = []
+    unwanted: list[str] = []
     heard: list[tuple[Constraint, FilterSource]] = [(c, "query") for c in parsed.constraints]
     heard += [(c, "conversation") for c in carried]
     for c, source in heard:
@@ -128,6 +129,10 @@ def plan_filters(
             if str(c.value) in excluded:
                 continue
             excluded.append(str(c.value))
+        elif c.field == "exclude_words":
+            if str(c.value).lower() in (u.lower() for u in unwanted):
+                continue
+            unwanted.append(str(c.value))
         else:
             values[c.field] = c.value
         applied.append(
@@ -146,13 +151,20 @@ def plan_filters(
         max_price=_float(values["max_price"]),
         brands=tuple(b for names in brands.values() for b in names),
         exclude_brands=tuple(excluded),
+        exclude_words=tuple(unwanted),
     )
     return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular)
 
 
 def _fits(c: Constraint, values: dict[str, str | float | None]) -> bool:
     """False when an explicit filter already decides this field or contradicts the bound."""
-    if c.field in ("price_preference", "popularity_preference", "brand", "exclude_brand"):
+    if c.field in (
+        "price_preference",
+        "popularity_preference",
+        "brand",
+        "exclude_brand",
+        "exclude_words",
+    ):
         return True
     if values[c.field] is not None:
         return False

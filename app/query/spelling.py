@@ -29,12 +29,9 @@ from collections.abc import Collection, Iterable, Mapping
 
 from app.query.store_view import StoreView
 from app.store import StoreError, VectorStore
-from app.store.base import GROUP_FIELD
+from app.store.base import GROUP_FIELD, NAME_FIELD
 
 logger = logging.getLogger(__name__)
-
-# The payload field with the product's name (app.core.catalog: `name` is a payload column).
-NAME_FIELD = "name"
 
 _WORD = re.compile(r"[a-z]+")
 # A typed word: letters only, not part of a token with digits or dots ("36in", "peb2060").
@@ -88,7 +85,7 @@ def distance(a: str, b: str) -> int:
     return prev[-1]
 
 
-def _forms(word: str) -> tuple[str, ...]:
+def plain_forms(word: str) -> tuple[str, ...]:
     """`word` and its plain singular/plural forms ("desks", "desk"): one word to a stemmer."""
     # Not word + "s" after an "s": "wireles" + "s" is the word it misspells, not a plural.
     forms = [word] if word.endswith("s") else [word, word + "s"]
@@ -124,7 +121,7 @@ class Speller:
 
     def weight(self, word: str) -> int:
         """How many names use `word` in any of its forms ("guards" counts "guard" too)."""
-        return sum(self.counts.get(f, 0) for f in _forms(word))
+        return sum(self.counts.get(f, 0) for f in plain_forms(word))
 
     def word(self, word: str) -> str:
         """`word` mended, or itself: lowercase letters only in, catalog words out."""

@@ -5,6 +5,7 @@ app/api/conversation.py), and which of those filters the next turn keeps (`carri
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from app.query.brands import MAX_BRANDS
@@ -20,6 +21,10 @@ MAX_SEARCH_TEXT = 300
 # A carried filter's words are for the chip only: cut to this.
 MAX_FILTER_TEXT = 60
 PRICE_FIELDS = ("min_price", "max_price")
+# Exclusions carried at most ("not over-ear", "no cord", ...): this turn's first, then the
+# newest carried ones (the token has room for 16 filters in all: app/api/conversation.py).
+MAX_EXCLUDED_WORDS = 4
+_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +64,15 @@ class Turn:
 def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:
     """The last turn's filters this turn keeps: a new budget replaces both bounds, a new
     category the category, wanted brands the wanted ones; an exclusion stays unless the
-    brand is now wanted (and a brand now excluded is no longer wanted)."""
+    brand is now wanted (and a brand now excluded is no longer wanted), or its words are
+    now searched for ("not over-ear", then "over-ear ones after all")."""
     fields = {c.field for c in now.constraints}
     named = {str(c.value) for c in now.constraints if c.field in ("brand", "exclude_brand")}
+    searched = set(_WORD.findall(now.search_text.lower()))
     kept = []
     for c in previous:
+        if c.field == "exclude_words" and set(_WORD.findall(str(c.value).lower())) <= searched:
+            continue
         if c.field in PRICE_FIELDS and fields & set(PRICE_FIELDS):
             continue
         if c.field in ("category", "price_preference") and c.field in fields:
@@ -84,12 +93,13 @@ def next_state(turn: Turn, plan: FilterPlan, outcome: SearchOutcome) -> Conversa
         if f.source != "request"
     ]
     brands = [c for c in heard if c.field in ("brand", "exclude_brand")][:MAX_BRANDS]
-    others = [c for c in heard if c.field not in ("brand", "exclude_brand")]
+    unwanted = [c for c in heard if c.field == "exclude_words"][:MAX_EXCLUDED_WORDS]
+    others = [c for c in heard if c.field not in ("brand", "exclude_brand", "exclude_words")]
     shown = tuple(
         ShownProduct(p.id, p.price, p.outside_filters) for p in outcome.offered[:MAX_SHOWN]
     )
     return ConversationState(
-        turn.parsed.search_text[:MAX_SEARCH_TEXT], (*others, *brands), shown, turn.like
+        turn.parsed.search_text[:MAX_SEARCH_TEXT], (*others, *brands, *unwanted), shown, turn.like
     )
 
 

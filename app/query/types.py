@@ -15,8 +15,9 @@ CONSTRAINT_FIELDS: tuple[ConstraintField, ...] = (
     "price_preference",
     "popularity_preference",
 )
-# What a filter applied can be: a constraint, or a brand a follow-up named (app/query/followup.py).
-FilterField = Literal[ConstraintField, "brand", "exclude_brand"]
+# What a filter applied can be: a constraint, a brand a follow-up named
+# (app/query/followup.py), or what a negation rules out (app/query/negation.py).
+FilterField = Literal[ConstraintField, "brand", "exclude_brand", "exclude_words"]
 ParserName = Literal["offline", "llm"]
 # "low": the shopper asked for cheap things; a soft preference that ranks, never excludes.
 PricePreference = Literal["low"]

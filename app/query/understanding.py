@@ -29,7 +29,7 @@ class QueryUnderstanding:
     offline: the rule parser; always runs, and is the answer unless `llm` gives a valid one.
     llm: the optional model parse (QUERY_PARSER=llm).
     currency_symbol: the catalog's, for the labels of the filters applied.
-    brands: the catalog's brands, for follow-ups that name one ("not Samsung").
+    brands: the catalog's brands, for a negation that names one ("not Samsung").
     words: the catalog's words, to mend misspellings (None: QUERY_SPELLING=false). No
         request waits for them: until the first read is done, queries go as typed.
     """
@@ -58,7 +58,8 @@ class QueryUnderstanding:
         if categories is None:
             categories = await asyncio.to_thread(self.vocabulary.get)
         speller = self.words.warm() if self.words is not None else None
-        parsed = self.offline.parse(query, categories, speller)
+        brands = await _vocabulary(self.brands) if self.brands is not None else frozenset()
+        parsed = self.offline.parse(query, categories, speller, brands)
         if self.llm is None:
             record_parse("offline")
             return parsed

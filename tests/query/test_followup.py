@@ -34,7 +34,8 @@ LAST = ConversationState(
 
 
 def read(query: str, state: ConversationState | None = LAST) -> Turn:
-    return READER.read(PARSER.parse(query, CATEGORIES), state, BRANDS, CATEGORIES)
+    # As the service reads it: the parser knows the brands too (a negation may name one).
+    return READER.read(PARSER.parse(query, CATEGORIES, None, BRANDS), state, BRANDS, CATEGORIES)
 
 
 def applied(turn: Turn) -> list[tuple[str, object, str]]:
@@ -126,10 +127,16 @@ def test_a_wanted_brand_lifts_its_exclusion_and_replaces_the_wanted_one() -> Non
     assert applied(read("what about Acme", last)) == [("brand", "Acme", "query")]
 
 
-def test_a_negation_that_names_no_brand_is_never_searched_for() -> None:
+def test_a_negation_that_names_no_brand_rules_out_its_words_and_is_never_searched_for() -> None:
     turn = read("not Samsung")
     assert turn.follow_up and turn.parsed.search_text == "running shoes"
-    assert applied(turn) == [("max_price", 100.0, "conversation")]
+    assert applied(turn) == [
+        ("exclude_words", "Samsung", "query"),
+        ("max_price", 100.0, "conversation"),
+    ]
+    turn = read("without laces please")
+    assert turn.follow_up and turn.parsed.search_text == "running shoes"
+    assert applied(turn)[0] == ("exclude_words", "laces", "query")
 
 
 def test_a_category_named_alone_sets_the_category() -> None:

@@ -150,6 +150,8 @@ def test_query_parser_llm_is_wired_from_settings(openai_stub: OpenAIStub, embedd
         (QUERY, {"max_price": 50.0}),
         ("cheap yoga mat, budget $30", {"max_price": 30.0, "price_preference": "low"}),
         ("a tent for 4 people from 120 to 200 dollars", {"min_price": 120.0, "max_price": 200.0}),
+        # What the shopper ruled out stays out, and out of the search text.
+        ("a tent, not a backpacking one", {"exclude_words": "backpacking"}),
     ],
 )
 def test_the_model_adds_constraints_and_never_drops_the_rules(

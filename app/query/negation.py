@@ -1,0 +1,136 @@
+"""What a shopper does not want: "headphones for running, not over-ear", "a tent, not a
+backpacking one", "not Keylight Audio headphones".
+
+After a negation (the phrasebook's `negations`), the words up to a comma, a function word
+("for", "under", "and") or a price phrase are not wanted: a product whose name uses them
+is not shown (`exclude_words`, a filter inside the vector search: app/store), and they
+are not searched for, where they would attract exactly what the shopper ruled out. When
+those words start with one of the catalog's brands, the brand is excluded instead and the
+words after it are searched ("not Keylight Audio headphones": headphones, no Keylight).
+
+A shop's names can use a negation themselves ("No-Dig Edging", "Salt-Free Ice Melt",
+"Vanity without Top"): when at least MIN_COUNT names put the words after one of
+`absence_before` or before one of `absence_after`, the shopper is asking for that product,
+and the words stay in the search as typed. Without the catalog's words (the speller not
+read yet, or QUERY_SPELLING=false) a bare "no" is not read as a negation, for the same
+reason; "not", "without" and the others still are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from app.query.brands import Span, overlaps
+from app.query.phrasebook import Phrasebook, alternation
+from app.query.spelling import MIN_COUNT, Speller, plain_forms
+from app.query.types import Constraint
+
+# Longer runs after a negation are a sentence, not a thing to rule out: left as typed.
+MAX_WORDS = 4
+_TOKEN = re.compile(r"[^\W_][\w'-]*")
+_WORD = re.compile(r"[^\W_]+")
+_BREAK = re.compile(r"[,;:.!?()/]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Clause:
+    cue: re.Match[str]
+    words: list[re.Match[str]]  # what is not wanted, as typed
+    end: int  # where the clause ends, trailing fillers included ("one")
+
+
+class NegationReader:
+    def __init__(self, book: Phrasebook) -> None:
+        self.book = book
+        self._cue = re.compile(rf"(?<![\w-])(?:{alternation(book.negations)})(?![\w-])", re.I)
+        self._stop = {*book.function_words, *(n for n in book.negations if " " not in n)}
+        self._determiners = set(book.determiners)
+        self._trailing = set(book.followup_trailing)
+
+    def find(
+        self,
+        query: str,
+        taken: Sequence[Span],
+        speller: Speller | None = None,
+        brands: Collection[str] = (),
+    ) -> tuple[list[Constraint], list[Span]]:
+        """The exclusions `query` states outside `taken` (its price phrases), and the spans
+        to leave out of the search text.
+
+        Args:
+            speller: the catalog's words (its counts tell a product named by an absence
+                from a negation) and their mending of the excluded words.
+            brands: the catalog's brands.
+        """
+        found: list[Constraint] = []
+        spans: list[Span] = []
+        counts = speller.counts if speller is not None and speller.counts else None
+        keys = {" ".join(_WORD.findall(b.lower())): b for b in brands}
+        for cue in self._cue.finditer(query):
+            if overlaps([*taken, *spans], cue.start(), cue.end()):
+                continue
+            clause = self._clause(query, cue, taken)
+            if clause is None:
+                continue
+            words = [w.group(0) for w in clause.words]
+            brand = _brand_at_start(words, keys)
+            if brand is not None:
+                n, name = brand
+                end = clause.words[n - 1].end()
+                found.append(Constraint("exclude_brand", name, query[cue.start() : end]))
+                spans.append((cue.start(), end))
+                continue
+            plain = _WORD.findall(" ".join(words).lower())
+            if counts is None and cue.group(0).lower() == "no":
+                continue
+            if counts is not None and self._named_by_absence(plain, counts):
+                continue
+            phrase = query[clause.words[0].start() : clause.words[-1].end()]
+            if speller is not None:
+                phrase = speller.correct(phrase)
+            found.append(Constraint("exclude_words", phrase, query[cue.start() : clause.end]))
+            spans.append((cue.start(), clause.end))
+        return found, spans
+
+    def _clause(self, query: str, cue: re.Match[str], taken: Sequence[Span]) -> _Clause | None:
+        """The words the negation rules out, if they are a short run of words that starts
+        with a letter ("no. 30 wheel" and "no 2 pencils" rule nothing out)."""
+        words: list[re.Match[str]] = []
+        last = cue.end()
+        for token in _TOKEN.finditer(query, cue.end()):
+            low = token.group(0).lower()
+            if _BREAK.search(query[last : token.start()]) or overlaps(taken, *token.span()):
+                break
+            if not words and low in self._determiners:
+                last = token.end()
+                continue
+            if low in self._stop or len(words) > MAX_WORDS:
+                break
+            words.append(token)
+            last = token.end()
+        while words and words[-1].group(0).lower() in self._trailing:
+            words.pop()  # "not a backpacking one": "one" goes with the clause, unsearched
+        if not words or len(words) > MAX_WORDS or not words[0].group(0)[0].isalpha():
+            return None
+        return _Clause(cue, words, last)
+
+    def _named_by_absence(self, words: list[str], counts: Mapping[str, int]) -> bool:
+        """Whether the catalog's names use these words after "no"/"without" or before
+        "free": then they name a product ("no dig edging"), not something to rule out."""
+        first, last = plain_forms(words[0]), plain_forms(words[-1])
+        uses = [[f"{a} {f}" for f in first] for a in self.book.absence_before]
+        uses += [[f"{f} {a}" for f in last] for a in self.book.absence_after]
+        # "without top" and "without tops" are one use (as the speller counts words).
+        return any(sum(counts.get(p, 0) for p in forms) >= MIN_COUNT for forms in uses)
+
+
+def _brand_at_start(words: list[str], keys: Mapping[str, str]) -> tuple[int, str] | None:
+    """(how many of `words`, the brand) when they start with a brand of the catalog,
+    longest first ("Brumm Audio" over "Brumm")."""
+    for n in range(min(5, len(words)), 0, -1):
+        name = keys.get(" ".join(_WORD.findall(" ".join(words[:n]).lower())))
+        if name is not None:
+            return n, name
+    return None

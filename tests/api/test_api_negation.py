@@ -1,0 +1,87 @@
+"""What a shopper rules out stays out: real HTTP over the demo catalog (tests/demo_index.py,
+JVM-free, SYNC_MODE=off), in one question and as a follow-up.
+
+Before app/query/negation.py, "headphones for running, not over-ear" answered four over-ear
+headphones of five (the words "over-ear" were searched for), "a tent, not a backpacking
+one" put the backpacking tent first and two backpacks after it (on the whole demo
+catalog), and "not Keylight Audio headphones" answered with Keylight Audio's only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+
+from tests.demo_index import DemoShard, demo_client_fixture, demo_shard_fixture  # noqa: F401
+
+
+def _ask(client: httpx.Client, query: str, conversation: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"query": query, "top_k": 5}
+    if conversation is not None:
+        body["conversation"] = conversation
+    r = client.post("/recommend", json=body)
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = r.json()
+    return answer
+
+
+def _uses(name: str, *words: str) -> bool:
+    found = set(re.findall(r"[^\W_]+", name.lower()))
+    return all(w in found for w in words)
+
+
+def _applied(answer: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(f["field"], f["label"]) for f in answer["filters_applied"]]
+
+
+def test_what_is_ruled_out_is_not_shown(demo_client: httpx.Client, demo_shard: DemoShard) -> None:
+    asked = _ask(demo_client, "headphones for running")
+    assert any(_uses(p["name"], "over", "ear") for p in asked["products"]), "the test can fail"
+    answer = _ask(demo_client, "headphones for running, not over-ear")
+    names = [p["name"] for p in answer["products"]]
+    assert not any(_uses(n, "over", "ear") for n in names), names
+    # The shard's other headphones come first (it holds every 3rd demo product).
+    others = {
+        p.id
+        for p in demo_shard.products
+        if _uses(p.name, "headphones") and not _uses(p.name, "over", "ear")
+    }
+    assert {p["id"] for p in answer["products"][: len(others)]} == others, names
+    assert answer["search_text"] == "headphones for running"
+    assert ("exclude_words", "not over-ear") in _applied(answer)
+    assert "over-ear" not in answer["message"].lower()
+
+
+def test_a_follow_up_rules_out_and_later_turns_keep_it(demo_client: httpx.Client) -> None:
+    first = _ask(demo_client, "headphones for running")
+    second = _ask(demo_client, "not over-ear", first["conversation"])
+    names = [p["name"] for p in second["products"]]
+    assert names and not any(_uses(n, "over", "ear") for n in names), names
+    assert second["search_text"] == "headphones for running"
+    third = _ask(demo_client, "cheaper", second["conversation"])
+    assert third["products"]
+    assert not any(_uses(p["name"], "over", "ear") for p in third["products"])
+    assert ("exclude_words", "not over-ear") in _applied(third)
+
+
+def test_a_kind_ruled_out_leaves_the_others_of_the_thing_asked_for(
+    demo_client: httpx.Client,
+) -> None:
+    asked = _ask(demo_client, "a hiking backpack")
+    assert any(_uses(p["name"], "ultralight") for p in asked["products"]), "the test can fail"
+    answer = _ask(demo_client, "a hiking backpack, not an ultralight one")
+    names = [p["name"] for p in answer["products"]]
+    assert names and _uses(names[0], "backpack"), names
+    assert not any(_uses(n, "ultralight") for n in names), names
+
+
+def test_a_brand_ruled_out_is_the_brand_not_the_words_after_it(demo_client: httpx.Client) -> None:
+    asked = _ask(demo_client, "Keylight Audio headphones")
+    assert any(p["brand"] == "Keylight Audio" for p in asked["products"]), "the test can fail"
+    answer = _ask(demo_client, "not Keylight Audio headphones")
+    assert answer["products"]
+    assert all(p["brand"] != "Keylight Audio" for p in answer["products"])
+    assert all(p["category"] == "audio" for p in answer["products"])
+    assert ("exclude_brand", "not Keylight Audio") in _applied(answer)
