@@ -27,6 +27,7 @@ from app.query.brands import BrandFinder, Span, overlaps
 from app.query.category import word_forms
 from app.query.followup_rules import ON_REST, Effect, Rule, compile_rule, load_rules
 from app.query.phrasebook import Phrasebook, alternation
+from app.query.spelling import Speller, plain_forms
 from app.query.turn import MAX_SEARCH_TEXT, ConversationState, ShownProduct, Turn, carried_filters
 from app.query.types import Constraint, ParsedQuery
 
@@ -34,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 Match = re.Match[str]
 _EDGES = re.compile(r"^[\s,;:.!?-]+|[\s,;:.!?-]+$")
+_WORD = re.compile(r"[a-z]+")
 
 
 class FollowUpError(RecommenderError):
@@ -49,8 +51,10 @@ class _Reading:
     state: ConversationState
     brands: Collection[str]
     categories: Collection[str]
+    speller: Speller | None = None
     cuts: list[Span] = field(default_factory=list)
     cue: bool = False
+    kept: bool = False
     switch: bool = False
     like: int | None = None
     pointed: bool = False
@@ -112,15 +116,17 @@ class FollowUpReader:
         state: ConversationState | None,
         brands: Collection[str] = (),
         categories: Collection[str] = (),
+        speller: Speller | None = None,
     ) -> Turn:
         """This turn's search: `parsed` alone without a state or for a new question.
+        `speller`: the catalog's words, which tell the kinds of product it sells.
 
         Raises:
             FollowUpError: it points at a product the last turn did not show.
         """
         if state is None:
             return Turn(parsed)
-        r = _Reading(parsed.query, parsed, state, brands, categories, like=state.like)
+        r = _Reading(parsed.query, parsed, state, brands, categories, speller, like=state.like)
         for c in self._on_query:
             self._apply(c, r, r.query)
         _take_heard(r)
@@ -236,6 +242,7 @@ def _refine(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) 
 
 def _keep(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
     r.cue = True
+    r.kept = True
 
 
 def _drop(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
@@ -251,6 +258,20 @@ def _category(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None
             r.own.append(Constraint("category", name, r.words))
             r.words = ""
             return
+
+
+def _new_kind(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """Words that name a kind of product the last search did not ("show me sleeping bags
+    instead", "what about sleeping bags" after tents) are a new question, nothing carried:
+    added to "a tent for two", they showed a tent among the sleeping bags. Words that start
+    with a kept opener ("with a hood") or name the kind searched ("a cheaper tent") refine."""
+    if r.speller is None or not r.words or r.kept:
+        return
+    searched = {f for w in _WORD.findall(r.state.search_text.lower()) for f in plain_forms(w)}
+    kinds = [w for w in _WORD.findall(r.words.lower()) if r.speller.kind(w)]
+    if kinds and not any(k in searched for k in kinds):
+        logger.info("follow-up %r: %s is a new kind of product", r.query, kinds)
+        r.switch = True
 
 
 def _take_heard(r: _Reading) -> None:
@@ -282,6 +303,7 @@ EFFECTS: dict[Effect, Callable[[FollowUpReader, _Reading, _Compiled, Match | Non
     "keep": _keep,
     "drop": _drop,
     "category": _category,
+    "new_kind": _new_kind,
 }
 
 

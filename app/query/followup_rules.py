@@ -32,6 +32,7 @@ Effect = Literal[
     "keep",
     "drop",
     "category",
+    "new_kind",
 ]
 ON_REST: frozenset[Position] = frozenset({"rest_edges", "rest"})
 # Effects that need a particular kind of match.
@@ -39,6 +40,7 @@ _EFFECT_AT: dict[Effect, frozenset[Position]] = {
     "brands": frozenset({"catalog_brands"}),
     "drop": frozenset({"rest_edges"}),
     "category": frozenset({"rest"}),
+    "new_kind": frozenset({"rest"}),
 }
 
 
@@ -77,7 +79,7 @@ def rule_from(entry: Mapping[str, Any], book: Phrasebook) -> Rule:
         if not isinstance(getattr(book, phrases, None), list):
             raise ValueError(f"follow-up rule {entry!r}: no phrasebook list {phrases!r}")
         phrases = getattr(book, phrases)
-    if effect != "category" and not phrases:
+    if effect not in ("category", "new_kind") and not phrases:
         raise ValueError(f"follow-up rule {entry!r}: no phrases")
     return Rule(
         str(entry.get("example", "")),

@@ -47,6 +47,8 @@ MIN_PART = 3
 # two edits from too many others ("vynal": "vinyl", "final", "canal").
 TWO_EDITS_FROM = 7
 MAX_EDITS = 2
+# A word names a kind of product when at least this share of the names using it end with it.
+KIND_SHARE = 0.5
 
 
 def catalog_word_counts(texts: Iterable[str]) -> Counter[str]:
@@ -58,6 +60,12 @@ def catalog_word_counts(texts: Iterable[str]) -> Counter[str]:
         counts.update(set(words))
         counts.update({f"{a} {b}" for a, b in itertools.pairwise(words)})
     return counts
+
+
+def name_ends(texts: Iterable[str]) -> Counter[str]:
+    """How many of `texts` end with each lowercase word: the kinds of product a shop's
+    names end with ("tent", "bag", "headphones"), read by `Speller.kind`."""
+    return Counter(words[-1] for text in texts if (words := _WORD.findall(text.lower())))
 
 
 def _deletions(word: str, depth: int) -> set[str]:
@@ -108,11 +116,18 @@ class Speller:
         dictionary: words known to be words though the catalog lacks them (the encoder's
             whole-word vocabulary): "could", "show" or "lease" are not typos of "cold",
             "snow" or "ease".
+        ends: how many names end with each word (`name_ends`), for `kind`.
     """
 
-    def __init__(self, counts: Mapping[str, int], dictionary: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        counts: Mapping[str, int],
+        dictionary: Collection[str] = (),
+        ends: Mapping[str, int] | None = None,
+    ) -> None:
         self.counts = counts
         self.dictionary = dictionary
+        self.ends = ends or {}
         self._index: dict[str, list[str]] = {}
         for word in counts:
             if len(word) >= MIN_LENGTH and " " not in word and self.weight(word) >= MIN_COUNT:
@@ -122,6 +137,13 @@ class Speller:
     def weight(self, word: str) -> int:
         """How many names use `word` in any of its forms ("guards" counts "guard" too)."""
         return sum(self.counts.get(f, 0) for f in plain_forms(word))
+
+    def kind(self, word: str) -> bool:
+        """Whether `word` (any case, any plain form) names a kind of product the shop sells:
+        at least MIN_COUNT names end with it, and at least KIND_SHARE of the names using it
+        ("sleeping bag" ends names; "black" and "white" mostly stand inside them)."""
+        ends = sum(self.ends.get(f, 0) for f in plain_forms(word.lower()))
+        return ends >= MIN_COUNT and ends >= KIND_SHARE * self.weight(word.lower())
 
     def word(self, word: str) -> str:
         """`word` mended, or itself: lowercase letters only in, catalog words out."""
@@ -236,7 +258,9 @@ class CatalogWords(StoreView[Speller]):
             # read again soon (store_view's retry), not after a whole refresh interval.
             logger.debug("no product names in the store yet")
             return None
-        speller = Speller(catalog_word_counts(names.values()), self.dictionary)
+        speller = Speller(
+            catalog_word_counts(names.values()), self.dictionary, name_ends(names.values())
+        )
         logger.info(
             "catalog words and word pairs: %d from %d product names in %.1fs",
             len(speller.counts),

@@ -75,7 +75,8 @@ class QueryUnderstanding:
             return Turn(parsed)
         categories = await _vocabulary(self.vocabulary)
         brands = await _vocabulary(self.brands) if self.brands is not None else frozenset()
-        return self.followups.read(parsed, state, brands, categories)
+        speller = self.words.warm() if self.words is not None else None
+        return self.followups.read(parsed, state, brands, categories, speller)
 
     def views(self) -> list[StoreView[Any]]:
         """What it reads from the store (a model switch points them at the new index)."""

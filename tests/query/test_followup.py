@@ -11,11 +11,13 @@ import pytest
 
 from app.query import OfflineQueryParser, plan_filters
 from app.query.followup import FollowUpError, FollowUpReader
+from app.query.spelling import Speller, catalog_word_counts, name_ends
 from app.query.turn import ConversationState, ShownProduct, Turn
 from app.query.types import Constraint, FilterField
 from app.store import SearchFilter
 
 PARSER = OfflineQueryParser()
+KINDS = ("Trail Running Shoes", "Gooseneck Kettle", "Cork Yoga Mat", "Wide Toe Box Sandals")
 READER = FollowUpReader(PARSER.book)
 BRANDS = frozenset({"Acme", "Brumm Audio", "Lune & Leaf"})
 CATEGORIES = frozenset({"sports", "kitchen", "audio"})
@@ -169,6 +171,38 @@ def test_a_new_need_after_a_switch_cue_is_searched_alone_with_nothing_carried(
     assert not turn.follow_up and turn.carried == () and turn.like is None
     assert turn.parsed.search_text == search
     assert applied(turn) == []
+
+
+# Names of a shop that sells shoes, kettles and yoga mats (three of each: MIN_COUNT).
+NAMES = [f"{brand} {kind}" for brand in ("Acme", "Brumm", "Zeno") for kind in KINDS]
+SPELLER = Speller(catalog_word_counts(NAMES), (), name_ends(NAMES))
+
+
+@pytest.mark.parametrize(
+    ("query", "search"),
+    [
+        ("show me kettles instead", "kettles"),
+        ("what about a yoga mat", "yoga mat"),
+        ("and black kettles then", "black kettles"),
+    ],
+)
+def test_a_kind_of_product_the_last_search_did_not_name_is_a_new_question(
+    query: str, search: str
+) -> None:
+    """Added to the last search text ("running shoes kettles"), the shoes came back among
+    the kettles."""
+    turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, SPELLER)
+    assert not turn.follow_up and turn.carried == ()
+    assert turn.parsed.search_text == search
+
+
+@pytest.mark.parametrize(
+    "query", ["in black", "with a wide toe box", "what about lighter shoes", "black ones instead"]
+)
+def test_words_of_the_kind_searched_or_after_a_kept_opener_refine(query: str) -> None:
+    turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, SPELLER)
+    assert turn.follow_up and turn.parsed.search_text.startswith("running shoes")
+    assert applied(turn) == [("max_price", 100.0, "conversation")]
 
 
 def test_a_switch_cue_keeps_a_budget_stated_with_the_new_need() -> None:

@@ -1,5 +1,5 @@
-"""What a shopper rules out stays out: real HTTP over the demo catalog (tests/demo_index.py,
-JVM-free, SYNC_MODE=off), in one question and as a follow-up.
+"""What a shopper's words rule out stays out, and a new kind of product is a new question:
+real HTTP over the demo catalog (tests/demo_index.py, JVM-free, SYNC_MODE=off).
 
 Before app/query/negation.py, "headphones for running, not over-ear" answered four over-ear
 headphones of five (the words "over-ear" were searched for), "a tent, not a backpacking
@@ -85,3 +85,16 @@ def test_a_brand_ruled_out_is_the_brand_not_the_words_after_it(demo_client: http
     assert all(p["brand"] != "Keylight Audio" for p in answer["products"])
     assert all(p["category"] == "audio" for p in answer["products"])
     assert ("exclude_brand", "not Keylight Audio") in _applied(answer)
+
+
+def test_a_new_kind_of_product_in_a_follow_up_is_a_new_question(demo_client: httpx.Client) -> None:
+    """Added to the last search ("a hiking backpack headphones"), backpacks came back among
+    the headphones."""
+    first = _ask(demo_client, "a hiking backpack")
+    assert any(_uses(p["name"], "backpack") for p in first["products"])
+    answer = _ask(demo_client, "show me headphones instead", first["conversation"])
+    assert answer["search_text"] == "headphones"
+    names = [p["name"] for p in answer["products"]]
+    assert names and all(_uses(n, "headphones") for n in names), names
+    refined = _ask(demo_client, "lighter ones", first["conversation"])
+    assert refined["search_text"].startswith("a hiking backpack")
