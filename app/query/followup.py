@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 Match = re.Match[str]
 _EDGES = re.compile(r"^[\s,;:.!?-]+|[\s,;:.!?-]+$")
 _WORD = re.compile(r"[a-z]+")
+# "The first two": how many shown products from the one named.
+_COUNTS = {"two": 2, "three": 3}
 
 
 class FollowUpError(RecommenderError):
@@ -58,6 +60,7 @@ class _Reading:
     switch: bool = False
     like: int | None = None
     pointed: bool = False
+    about: tuple[int, ...] = ()
     own: list[Constraint] = field(default_factory=list)
     brand_spans: list[Span] = field(default_factory=list)
     words: str = ""
@@ -133,6 +136,13 @@ class FollowUpReader:
         r.words = r.rest()
         for c in self._on_rest:
             self._apply(c, r, r.words)
+        if r.about:
+            # A question about shown products: asked of them, the conversation unchanged.
+            carried = carried_filters(state.filters, r.parsed)
+            asked = r.words or state.search_text
+            logger.info("follow-up %r: about products %s, asking %r", r.query, r.about, asked)
+            turn = ParsedQuery(r.query, state.search_text, r.parsed.constraints, parsed.parser)
+            return Turn(turn, carried, follow_up=True, about=r.about, asked=asked)
         if not r.cue and r.words:
             return Turn(r.parsed)  # a new question (nothing but constraints is a follow-up)
         if r.switch and r.words:
@@ -183,6 +193,20 @@ def _search_by_shown(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match
     assert m is not None
     r.like = reader.pointed_at(m, r.state.shown).id
     r.pointed = True
+    r.take(m)
+
+
+def _about_shown(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """A question about shown products: "is the second one waterproof?", "compare the first
+    two". Searched, it matched nothing ("compare the first two") or other products
+    (waterproof e-readers); it is asked of those products instead."""
+    assert m is not None
+    if r.pointed:
+        return  # "more like the second one" searches by it
+    first = reader.pointed_at(m, r.state.shown)
+    start = r.state.shown.index(first)
+    count = _COUNTS.get(m.group(0).split()[-1].lower(), 1)
+    r.about = tuple(p.id for p in r.state.shown[start : start + count])
     r.take(m)
 
 
@@ -295,6 +319,7 @@ def _take_heard(r: _Reading) -> None:
 # finds something), words taken from the search text, filters or the product searched by.
 EFFECTS: dict[Effect, Callable[[FollowUpReader, _Reading, _Compiled, Match | None], None]] = {
     "search_by_shown": _search_by_shown,
+    "about_shown": _about_shown,
     "cheaper": _cheaper,
     "brands": _brands,
     "ignore_query": _ignore_query,

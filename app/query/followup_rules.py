@@ -24,6 +24,7 @@ RULES_PATH = Path(__file__).with_name("followup_rules.json")
 Position = Literal["anywhere", "start", "end", "catalog_brands", "rest_edges", "rest"]
 Effect = Literal[
     "search_by_shown",
+    "about_shown",
     "cheaper",
     "brands",
     "ignore_query",
@@ -72,8 +73,8 @@ def rule_from(entry: Mapping[str, Any], book: Phrasebook) -> Rule:
     allowed = _EFFECT_AT.get(effect)
     if (allowed is not None and at not in allowed) or (allowed is None and at in ON_REST):
         raise ValueError(f"follow-up rule {entry!r}: effect {effect} cannot apply at {at}")
-    if effect == "search_by_shown" and not entry.get("ordinal"):
-        raise ValueError(f"follow-up rule {entry!r}: search_by_shown needs `ordinal`")
+    if effect in ("search_by_shown", "about_shown") and not entry.get("ordinal"):
+        raise ValueError(f"follow-up rule {entry!r}: {effect} needs `ordinal`")
     phrases = entry.get("phrases", [])
     if isinstance(phrases, str):
         if not isinstance(getattr(book, phrases, None), list):

@@ -52,6 +52,8 @@ class Phrasebook:
     absence_after: list[str]
     # Follow-ups (app/query/followup.py): phrases that refine the conversation's last turn.
     followup_similar: list[str]
+    # Before a shown product named by its place: a question about it ("is the second one …").
+    followup_about: list[str]
     followup_cheaper: list[str]
     followup_openers: list[str]
     followup_kept_openers: list[str]

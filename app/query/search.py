@@ -208,10 +208,18 @@ def _far(retriever: Retriever, best: float, shown: Sequence[RetrievedProduct]) -
 
 
 def search_turn(
-    retriever: Retriever, text: str, like: int | None, top_k: int, plan: FilterPlan
+    retriever: Retriever,
+    text: str,
+    like: int | None,
+    top_k: int,
+    plan: FilterPlan,
+    about: Sequence[int] = (),
+    asked: str = "",
 ) -> SearchOutcome:
-    """A conversation turn's products: by example when it points at a shown product ("more
-    like the second one"), else by its text (blocking: call off the event loop).
+    """A conversation turn's products: the shown products a question is about ("is the
+    second one waterproof?": `about`, each with its chunks nearest to `asked`, whatever the
+    filters), by example when it points at a shown product ("more like the second one"),
+    else by its text (blocking: call off the event loop).
 
     By example: among the products that match the conversation's question (its text, the
     cut applied), those nearest to the shown one, nearest first. "More like the second
@@ -222,14 +230,16 @@ def search_turn(
     Raises:
         StoreError: the vector store failed.
     """
+    if about:
+        return SearchOutcome(retriever.about(about, asked or text))
     if like is None:
         return constrained_retrieve(retriever, text, top_k, plan)
     wanted = top_k * CANDIDATE_FACTOR
     matching: list[int] = []
     if text:
-        asked = constrained_retrieve(retriever, text, wanted, plan)
-        if not asked.nearest:  # nearest: nothing fits the filters, so nothing matches
-            matching = [p.id for p in asked.products if p.id != like]
+        question = constrained_retrieve(retriever, text, wanted, plan)
+        if not question.nearest:  # nearest: nothing fits the filters, so nothing matches
+            matching = [p.id for p in question.products if p.id != like]
     # No `among` (nothing else matches the question): the products nearest to it.
     found = retriever.similar(like, wanted, plan.search_filter, among=matching)
     if found is None:  # it left the catalog since it was shown

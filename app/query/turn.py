@@ -59,6 +59,10 @@ class Turn:
     carried: tuple[Constraint, ...] = ()
     like: int | None = None
     follow_up: bool = False
+    # A question about shown products ("is the second one waterproof?"): those products,
+    # and the words asked about them (the conversation's search text stays `parsed`'s).
+    about: tuple[int, ...] = ()
+    asked: str = ""
 
 
 def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:

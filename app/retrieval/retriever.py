@@ -231,6 +231,26 @@ class Retriever:
             fusion=self.fusion,
         )
 
+    def about(self, product_ids: Sequence[int], text: str) -> list[RetrievedProduct]:
+        """The products `product_ids` in that order, each with its chunks nearest to `text`
+        (a question about products shown: "is the second one waterproof?"), however far:
+        no threshold, no cut. A product no longer in the index is left out (blocking).
+
+        Raises:
+            StoreError: the vector store failed.
+        """
+        ids = tuple(dict.fromkeys(product_ids))
+        if not ids:
+            return []
+        hits = self.store.search_products(
+            self.embedder.embed([text])[0],
+            limit=len(ids),
+            chunks_per_product=self.chunks_per_product,
+            flt=SearchFilter(products=ids),
+        )
+        found = {h.product_id: to_retrieved(h) for h in hits}
+        return [found[i] for i in ids if i in found]
+
     def similar(
         self,
         product_id: int,

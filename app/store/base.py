@@ -144,7 +144,8 @@ class SearchFilter:
     `brands`: only products of one of these (exact payload values); `exclude_brands`: none
     of these (a product without a brand is never excluded). `exclude_words`: no product
     whose name uses all the words of one of these phrases (any case, the last word also
-    singular or plural: `name_forms`). `outside_price`: the price
+    singular or plural: `name_forms`). `products`: only these products (a question about
+    products shown). `outside_price`: the price
     bounds turned inside out, only products outside them or without a price (the search
     for the closest products when too few fit a budget).
     """
@@ -155,6 +156,7 @@ class SearchFilter:
     brands: tuple[str, ...] = ()
     exclude_brands: tuple[str, ...] = ()
     exclude_words: tuple[str, ...] = ()
+    products: tuple[int, ...] = ()
     outside_price: bool = False
 
     @property
@@ -166,6 +168,7 @@ class SearchFilter:
             and not self.brands
             and not self.exclude_brands
             and not self.exclude_words
+            and not self.products
         )
 
 

@@ -223,8 +223,9 @@ class StoreCore(ABC):
                 must_not += [self._match_text(NAME_FIELD, f) for f in name_forms(phrase)]
         if product_id is not None:
             must.append(self._match(GROUP_FIELD, product_id))
-        if products:
-            must.append(self._match_any(GROUP_FIELD, [int(p) for p in products]))
+        for only in (products, flt.products if flt is not None else ()):
+            if only:
+                must.append(self._match_any(GROUP_FIELD, [int(p) for p in only]))
         if exclude is not None:
             must_not.append(self._match(GROUP_FIELD, exclude))
         return self._filter(must, must_not) if must or must_not else None

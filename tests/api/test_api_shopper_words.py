@@ -98,3 +98,24 @@ def test_a_new_kind_of_product_in_a_follow_up_is_a_new_question(demo_client: htt
     assert names and all(_uses(n, "headphones") for n in names), names
     refined = _ask(demo_client, "lighter ones", first["conversation"])
     assert refined["search_text"].startswith("a hiking backpack")
+
+
+def test_a_question_about_shown_products_is_answered_about_them(
+    demo_client: httpx.Client,
+) -> None:
+    """Searched as a new question, "is the second one waterproof?" answered with other
+    waterproof products, and "compare the first two" with nothing."""
+    first = _ask(demo_client, "headphones for swimming")
+    shown = [p["id"] for p in first["products"]]
+    assert len(shown) >= 2
+    answer = _ask(demo_client, "is the second one waterproof?", first["conversation"])
+    assert [p["id"] for p in answer["products"]] == [shown[1]]
+    assert answer["products"][0]["name"] in answer["message"]
+    assert answer["search_text"] == first["search_text"]
+    alone = _ask(demo_client, "is the second one waterproof?")
+    assert [p["id"] for p in alone["products"]] != [shown[1]], "the test can fail"
+    compared = _ask(demo_client, "compare the first two", first["conversation"])
+    assert [p["id"] for p in compared["products"]] == shown[:2]
+    # The conversation goes on from the question: "cheaper" refines the search, still.
+    cheaper = _ask(demo_client, "cheaper", compared["conversation"])
+    assert cheaper["search_text"] == first["search_text"] and cheaper["products"]

@@ -205,6 +205,31 @@ def test_words_of_the_kind_searched_or_after_a_kept_opener_refine(query: str) ->
     assert applied(turn) == [("max_price", 100.0, "conversation")]
 
 
+@pytest.mark.parametrize(
+    ("query", "about", "asked"),
+    [
+        ("is the second one waterproof?", (12,), "waterproof"),
+        ("does the first one have a wide toe box", (11,), "have a wide toe box"),
+        ("compare the first two", (11, 12), "running shoes"),
+        ("tell me more about the last one", (16,), "running shoes"),
+    ],
+)
+def test_a_question_about_shown_products_is_asked_of_them(
+    query: str, about: tuple[int, ...], asked: str
+) -> None:
+    """Searched, "compare the first two" matched nothing and "is the second one waterproof?"
+    answered with waterproof e-readers."""
+    turn = read(query)
+    assert turn.follow_up and (turn.about, turn.asked) == (about, asked)
+    assert turn.parsed.search_text == "running shoes" and turn.like is None
+    assert applied(turn) == [("max_price", 100.0, "conversation")]  # kept for the next turn
+
+
+def test_a_question_about_a_product_not_shown_is_an_error() -> None:
+    with pytest.raises(FollowUpError, match="showed 6 products"):
+        read("is the ninth one waterproof?")
+
+
 def test_a_switch_cue_keeps_a_budget_stated_with_the_new_need() -> None:
     turn = read("actually I need a yoga mat under $40")
     assert turn.parsed.search_text == "yoga mat"

@@ -383,6 +383,8 @@ def _assert_search_invariants(
                 assert chunk.payload["brand"] in flt.brands
             if flt is not None and flt.exclude_brands:
                 assert chunk.payload["brand"] not in flt.exclude_brands
+            if flt is not None and flt.products:
+                assert hit.product_id in flt.products
             for phrase in flt.exclude_words if flt is not None else ():
                 words = set(re.findall(r"\w+", chunk.payload["name"].lower()))
                 assert not any(set(f.split()) <= words for f in name_forms(phrase)), phrase
@@ -401,6 +403,8 @@ FILTERS = [
     # singular) leaves only the buds.
     SearchFilter(exclude_words=("over-ear",)),
     SearchFilter(category="audio", exclude_words=("HEADPHONES", "no-such-word")),
+    # Only some products (a question about those shown), the crowding one among them.
+    SearchFilter(products=(3, 4, 7, DOMINANT, 1000)),
 ]
 SHAPES = [(5, 3, None), (3, 1, None), (10, 2, 0.2), (4, 3, 0.35)]
 

@@ -65,12 +65,15 @@ class _Searched:
     follow_up: bool
     recommendation_id: str
     ranking_version: str
+    about_shown: bool = False
 
     def question(self, query: str) -> str:
         """What the written answer answers: a follow-up's own words ("cheaper") alone would
         leave the LLM guessing what is being refined."""
         if not self.follow_up:
             return query
+        if self.about_shown:
+            return f"{query} (a question about the products listed, shown in the last answer)"
         return f"{query} (a follow-up; what is searched for now: {self.parsed.search_text})"
 
     def response_fields(self) -> dict[str, object]:
@@ -122,7 +125,16 @@ async def _search(
         turn.carried,
     )
     outcome = await run_retrieval(
-        gate, "retrieval", search_turn, retriever, turn.parsed.search_text, turn.like, top_k, plan
+        gate,
+        "retrieval",
+        search_turn,
+        retriever,
+        turn.parsed.search_text,
+        turn.like,
+        top_k,
+        plan,
+        turn.about,
+        turn.asked,
     )
     conversation = conversations.issue(next_state(turn, plan, outcome))
     rid = events.impression(
@@ -135,7 +147,14 @@ async def _search(
         ranking=retriever.version,
     )
     return _Searched(
-        turn.parsed, plan, outcome, conversation, turn.follow_up, rid, retriever.version
+        turn.parsed,
+        plan,
+        outcome,
+        conversation,
+        turn.follow_up,
+        rid,
+        retriever.version,
+        bool(turn.about),
     )
 
 
