@@ -23,11 +23,12 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from app.core.errors import RecommenderError
+from app.core.words import plain_forms
 from app.query.brands import BrandFinder, Span, overlaps
 from app.query.category import word_forms
 from app.query.followup_rules import ON_REST, Effect, Rule, compile_rule, load_rules
 from app.query.phrasebook import Phrasebook, alternation
-from app.query.spelling import Speller, plain_forms
+from app.query.spelling import Speller
 from app.query.turn import MAX_SEARCH_TEXT, ConversationState, ShownProduct, Turn, carried_filters
 from app.query.types import Constraint, ParsedQuery
 

@@ -22,9 +22,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from app.core.words import plain_forms
 from app.query.brands import Span, overlaps
 from app.query.phrasebook import Phrasebook, alternation
-from app.query.spelling import MIN_COUNT, Speller, plain_forms
+from app.query.spelling import MIN_COUNT, Speller
 from app.query.types import Constraint
 
 # Longer runs after a negation are a sentence, not a thing to rule out: left as typed.
@@ -36,7 +37,6 @@ _BREAK = re.compile(r"[,;:.!?()/]")
 
 @dataclass(frozen=True, slots=True)
 class _Clause:
-    cue: re.Match[str]
     words: list[re.Match[str]]  # what is not wanted, as typed
     end: int  # where the clause ends, trailing fillers included ("one")
 
@@ -48,6 +48,7 @@ class NegationReader:
         self._stop = {*book.function_words, *(n for n in book.negations if " " not in n)}
         self._determiners = set(book.determiners)
         self._trailing = set(book.followup_trailing)
+        self._keys: tuple[Collection[str], dict[str, str]] | None = None
 
     def find(
         self,
@@ -67,7 +68,7 @@ class NegationReader:
         found: list[Constraint] = []
         spans: list[Span] = []
         counts = speller.counts if speller is not None and speller.counts else None
-        keys = {" ".join(_WORD.findall(b.lower())): b for b in brands}
+        keys = self._keys_of(brands)
         for cue in self._cue.finditer(query):
             if overlaps([*taken, *spans], cue.start(), cue.end()):
                 continue
@@ -94,6 +95,13 @@ class NegationReader:
             spans.append((cue.start(), clause.end))
         return found, spans
 
+    def _keys_of(self, brands: Collection[str]) -> dict[str, str]:
+        """The brands by their lowercase words (cached per vocabulary: a shop may have
+        thousands, and every query is read against them)."""
+        if self._keys is None or self._keys[0] is not brands:
+            self._keys = (brands, {" ".join(_WORD.findall(b.lower())): b for b in brands})
+        return self._keys[1]
+
     def _clause(self, query: str, cue: re.Match[str], taken: Sequence[Span]) -> _Clause | None:
         """The words the negation rules out, if they are a short run of words that starts
         with a letter ("no. 30 wheel" and "no 2 pencils" rule nothing out)."""
@@ -114,7 +122,7 @@ class NegationReader:
             words.pop()  # "not a backpacking one": "one" goes with the clause, unsearched
         if not words or len(words) > MAX_WORDS or not words[0].group(0)[0].isalpha():
             return None
-        return _Clause(cue, words, last)
+        return _Clause(words, last)
 
     def _named_by_absence(self, words: list[str], counts: Mapping[str, int]) -> bool:
         """Whether the catalog's names use these words after "no"/"without" or before

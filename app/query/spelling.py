@@ -27,6 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 
+from app.core.words import plain_forms
 from app.query.store_view import StoreView
 from app.store import StoreError, VectorStore
 from app.store.base import GROUP_FIELD, NAME_FIELD
@@ -91,17 +92,6 @@ def distance(a: str, b: str) -> int:
                 row[j] = min(row[j], prev2[j - 2] + 1)
         prev2, prev = prev, row
     return prev[-1]
-
-
-def plain_forms(word: str) -> tuple[str, ...]:
-    """`word` and its plain singular/plural forms ("desks", "desk"): one word to a stemmer."""
-    # Not word + "s" after an "s": "wireles" + "s" is the word it misspells, not a plural.
-    forms = [word] if word.endswith("s") else [word, word + "s"]
-    if word.endswith("s") and len(word) >= MIN_LENGTH:
-        forms.append(word[:-1])  # "amps": "amp"
-    if word.endswith("es") and len(word) > MIN_LENGTH:
-        forms.append(word[:-2])  # "boxes": "box"
-    return tuple(dict.fromkeys(forms))
 
 
 class Speller:

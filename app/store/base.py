@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.core.errors import RecommenderError, TerminalError
+from app.core.words import plain_forms
 from app.store.hybrid import FusionSpec, SparseVec
 
 VectorLike = Sequence[float] | npt.NDArray[np.floating[Any]]
@@ -173,18 +174,15 @@ class SearchFilter:
 
 
 def name_forms(phrase: str) -> list[str]:
-    """The phrases a name must not use for `phrase` to exclude it: the phrase, and its last
-    word's plain singular or plural ("backpacks": "backpack"). The engines match a phrase's
+    """The phrases a name must not use for `phrase` to exclude it: the phrase with its last
+    word in each of its plain forms ("backpacks": "backpack"). The engines match a phrase's
     words in any order and case, whole words only (word tokenizer, no stemmer: qdrant-client's
     local mode can do no more, so every engine answers alike)."""
     words = _NAME_WORD.findall(phrase.lower())
     if not words:
         return []
     *head, last = words
-    forms = [last, last[:-1] if last.endswith("s") and len(last) > 3 else f"{last}s"]
-    if last.endswith("es") and len(last) > 4:
-        forms.append(last[:-2])  # "boxes": "box"
-    return [" ".join([*head, f]) for f in dict.fromkeys(forms)]
+    return [" ".join([*head, f]) for f in plain_forms(last)]
 
 
 class VectorStore(Protocol):
