@@ -74,8 +74,10 @@ class AmountScanner:
             book.upper_bound_after + book.lower_bound_after + book.budget_words
         )
         self._context = {w.lower() for w in book.not_price_context_before}
-        # "of" follows counts ("3 of us"), never a price.
-        self._followers = {w.lower() for w in book.function_words} - {"of"}
+        # "of" follows counts ("3 of us"), never a price. A conversation's fillers may end
+        # one ("under 200 then", "under 50 please") and count nothing.
+        fillers = set(book.followup_trailing) - {"one", "ones", "version", "versions", "options"}
+        self._followers = ({w.lower() for w in book.function_words} | fillers | {"each"}) - {"of"}
 
     def find(self, text: str) -> list[Amount]:
         """Every amount in `text`, in order."""

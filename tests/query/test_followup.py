@@ -230,6 +230,28 @@ def test_a_question_about_a_product_not_shown_is_an_error() -> None:
         read("is the ninth one waterproof?")
 
 
+@pytest.mark.parametrize(
+    ("query", "search"),
+    [
+        ("any with a wide toe box?", "running shoes with a wide toe box"),
+        ("anything in black", "running shoes in black"),
+        ("ones that are light", "running shoes that are light"),
+    ],
+)
+def test_any_with_refines(query: str, search: str) -> None:
+    """A question that opens with "any"/"ones" was a new question: the search became "any
+    with a milk frother?" and the budget was gone."""
+    turn = read(query)
+    assert turn.follow_up and turn.parsed.search_text == search
+    assert applied(turn) == [("max_price", 100.0, "conversation")]
+
+
+def test_a_budget_closed_by_a_filler_is_a_budget() -> None:
+    turn = read("under 60 then")
+    assert turn.follow_up and turn.parsed.search_text == "running shoes"
+    assert applied(turn) == [("max_price", 60.0, "query")]
+
+
 def test_a_switch_cue_keeps_a_budget_stated_with_the_new_need() -> None:
     turn = read("actually I need a yoga mat under $40")
     assert turn.parsed.search_text == "yoga mat"

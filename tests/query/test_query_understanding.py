@@ -36,6 +36,9 @@ def parse(query: str) -> dict[str, str | float]:
         ("kettle $50-$100", {"min_price": 50.0, "max_price": 100.0}),
         ("kettle from 50 to 100 euros", {"min_price": 50.0, "max_price": 100.0}),
         ("kettle around $30", {"min_price": 24.0, "max_price": 36.0}),
+        # A filler after the amount counts nothing.
+        ("kettle under 200 then", {"max_price": 200.0}),
+        ("mugs under 15 each please", {"max_price": 15.0}),
         ("kettle about 30", {"min_price": 24.0, "max_price": 36.0}),
         ("yoga mat below €40", {"max_price": 40.0}),
         ("yoga mat no more than £90", {"max_price": 90.0}),
