@@ -55,6 +55,7 @@ class Rule:
     phrases: tuple[str, ...] = ()
     ordinal: bool = False  # the phrases are followed by an ordinal ("the second", "#2")
     optional_after: tuple[str, ...] = ()  # words the match may end with ("one", "product")
+    bare: bool = False  # the ordinal may also start the query alone ("the second one?")
 
 
 def rule_from(entry: Mapping[str, Any], book: Phrasebook) -> Rule:
@@ -89,6 +90,7 @@ def rule_from(entry: Mapping[str, Any], book: Phrasebook) -> Rule:
         tuple(phrases),
         bool(entry.get("ordinal", False)),
         tuple(entry.get("optional_after", ())),
+        bool(entry.get("bare", False)),
     )
 
 
@@ -112,14 +114,16 @@ def compile_rule(rule: Rule, book: Phrasebook) -> tuple[re.Pattern[str], ...]:
             re.compile(rf"(?:[\s,]*(?<![\w-])(?:{words}))+[\s?!.]*$", re.I),
             re.compile(rf"^(?:(?:{words})(?![\w-])[\s,]*)+", re.I),
         )
+    lead = rf"(?<![\w-])(?:{words})"
     ordinal = ""
     if rule.ordinal:
         ordinal = (
-            rf"\s+(?:the\s+)?(?:(?P<word>{alternation(list(book.ordinal_words))}|last)"
+            rf"(?:the\s+)?(?:(?P<word>{alternation(list(book.ordinal_words))}|last)"
             r"|(?P<num>\d{1,2})(?:st|nd|rd|th)|(?:#\s*|number\s+|no\.?\s*)(?P<hash>\d{1,2}))"
         )
+        lead = rf"(?:{lead}\s+|^\s*)" if rule.bare else rf"{lead}\s+"
     after = rf"(?:\s+(?:{alternation(list(rule.optional_after))}))?" if rule.optional_after else ""
-    return (re.compile(rf"(?<![\w-])(?:{words}){ordinal}{after}(?![\w-])", re.I),)
+    return (re.compile(rf"{lead}{ordinal}{after}(?![\w-])", re.I),)
 
 
 def read_rule_table(path: Path = RULES_PATH) -> list[dict[str, Any]]:

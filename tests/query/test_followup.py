@@ -212,6 +212,9 @@ def test_words_of_the_kind_searched_or_after_a_kept_opener_refine(query: str) ->
         ("does the first one have a wide toe box", (11,), "have a wide toe box"),
         ("compare the first two", (11, 12), "running shoes"),
         ("tell me more about the last one", (16,), "running shoes"),
+        # The reference alone: "which one?" answered.
+        ("the second one?", (12,), "running shoes"),
+        ("#3", (13,), "running shoes"),
     ],
 )
 def test_a_question_about_shown_products_is_asked_of_them(
@@ -223,6 +226,11 @@ def test_a_question_about_shown_products_is_asked_of_them(
     assert turn.follow_up and (turn.about, turn.asked) == (about, asked)
     assert turn.parsed.search_text == "running shoes" and turn.like is None
     assert applied(turn) == [("max_price", 100.0, "conversation")]  # kept for the next turn
+
+
+def test_a_first_time_is_no_reference() -> None:
+    turn = read("running shoes for the first time")
+    assert turn.about == () and not turn.follow_up
 
 
 def test_a_question_about_a_product_not_shown_is_an_error() -> None:
