@@ -244,6 +244,9 @@ def test_a_question_about_a_product_not_shown_is_an_error() -> None:
         ("any with a wide toe box?", "running shoes with a wide toe box"),
         ("anything in black", "running shoes in black"),
         ("ones that are light", "running shoes that are light"),
+        # A comparison alone ("thicker" after a yoga mat was a new question, and no match).
+        ("thicker", "running shoes thicker"),
+        ("quieter ones please", "running shoes quieter"),
     ],
 )
 def test_any_with_refines(query: str, search: str) -> None:
