@@ -39,6 +39,8 @@ _EDGES = re.compile(r"^[\s,;:.!?-]+|[\s,;:.!?-]+$")
 _WORD = re.compile(r"[a-z]+")
 # "The first two": how many shown products from the one named.
 _COUNTS = {"two": 2, "three": 3}
+# "Which one …?" is asked of at most this many of the products shown, in their order.
+MAX_ABOUT = 10
 
 
 class FollowUpError(RecommenderError):
@@ -62,6 +64,7 @@ class _Reading:
     like: int | None = None
     pointed: bool = False
     about: tuple[int, ...] = ()
+    about_ranked: bool = False
     own: list[Constraint] = field(default_factory=list)
     brand_spans: list[Span] = field(default_factory=list)
     words: str = ""
@@ -143,7 +146,14 @@ class FollowUpReader:
             asked = r.words or state.search_text
             logger.info("follow-up %r: about products %s, asking %r", r.query, r.about, asked)
             turn = ParsedQuery(r.query, state.search_text, r.parsed.constraints, parsed.parser)
-            return Turn(turn, carried, follow_up=True, about=r.about, asked=asked)
+            return Turn(
+                turn,
+                carried,
+                follow_up=True,
+                about=r.about,
+                asked=asked,
+                about_ranked=r.about_ranked,
+            )
         if not r.cue and r.words:
             return Turn(r.parsed)  # a new question (nothing but constraints is a follow-up)
         if r.switch and r.words:
@@ -208,6 +218,18 @@ def _about_shown(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | N
     start = r.state.shown.index(first)
     count = _COUNTS.get(m.group(0).split()[-1].lower(), 1)
     r.about = tuple(p.id for p in r.state.shown[start : start + count])
+    r.take(m)
+
+
+def _about_all(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """A question about everything shown ("which one has the longest battery?", "do any of
+    them fold?"): asked of the products the last answer offered as matches. Added to the
+    search text, its words stayed there for every later turn."""
+    assert m is not None
+    if r.pointed or r.about:
+        return
+    r.about = tuple(p.id for p in r.state.shown if not p.outside)[:MAX_ABOUT]
+    r.about_ranked = True
     r.take(m)
 
 
@@ -321,6 +343,7 @@ def _take_heard(r: _Reading) -> None:
 EFFECTS: dict[Effect, Callable[[FollowUpReader, _Reading, _Compiled, Match | None], None]] = {
     "search_by_shown": _search_by_shown,
     "about_shown": _about_shown,
+    "about_all": _about_all,
     "cheaper": _cheaper,
     "brands": _brands,
     "ignore_query": _ignore_query,

@@ -25,6 +25,7 @@ Position = Literal["anywhere", "start", "end", "catalog_brands", "rest_edges", "
 Effect = Literal[
     "search_by_shown",
     "about_shown",
+    "about_all",
     "cheaper",
     "brands",
     "ignore_query",

@@ -54,6 +54,8 @@ class Phrasebook:
     followup_similar: list[str]
     # Before a shown product named by its place: a question about it ("is the second one …").
     followup_about: list[str]
+    # A question about all the products shown: "which one has the longest battery?".
+    followup_about_all: list[str]
     followup_cheaper: list[str]
     followup_openers: list[str]
     followup_kept_openers: list[str]

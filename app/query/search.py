@@ -215,11 +215,13 @@ def search_turn(
     plan: FilterPlan,
     about: Sequence[int] = (),
     asked: str = "",
+    about_ranked: bool = False,
 ) -> SearchOutcome:
     """A conversation turn's products: the shown products a question is about ("is the
     second one waterproof?": `about`, each with its chunks nearest to `asked`, whatever the
-    filters), by example when it points at a shown product ("more like the second one"),
-    else by its text (blocking: call off the event loop).
+    filters; "which one …?": `about_ranked`, nearest first), by example when it points at
+    a shown product ("more like the second one"), else by its text (blocking: call off the
+    event loop).
 
     By example: among the products that match the conversation's question (its text, the
     cut applied), those nearest to the shown one, nearest first. "More like the second
@@ -231,7 +233,7 @@ def search_turn(
         StoreError: the vector store failed.
     """
     if about:
-        return SearchOutcome(retriever.about(about, asked or text))
+        return SearchOutcome(retriever.about(about, asked or text, ranked=about_ranked))
     if like is None:
         return constrained_retrieve(retriever, text, top_k, plan)
     wanted = top_k * CANDIDATE_FACTOR

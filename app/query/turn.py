@@ -63,6 +63,9 @@ class Turn:
     # and the words asked about them (the conversation's search text stays `parsed`'s).
     about: tuple[int, ...] = ()
     asked: str = ""
+    # "Which one …?": the products asked about, best answer to the question first (those
+    # named by their place keep that order).
+    about_ranked: bool = False
 
 
 def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:

@@ -231,10 +231,13 @@ class Retriever:
             fusion=self.fusion,
         )
 
-    def about(self, product_ids: Sequence[int], text: str) -> list[RetrievedProduct]:
-        """The products `product_ids` in that order, each with its chunks nearest to `text`
-        (a question about products shown: "is the second one waterproof?"), however far:
-        no threshold, no cut. A product no longer in the index is left out (blocking).
+    def about(
+        self, product_ids: Sequence[int], text: str, *, ranked: bool = False
+    ) -> list[RetrievedProduct]:
+        """The products `product_ids` in that order (`ranked`: nearest to `text` first), each
+        with its chunks nearest to `text` (a question about products shown: "is the second
+        one waterproof?"), however far: no threshold, no cut. A product no longer in the
+        index is left out (blocking).
 
         Raises:
             StoreError: the vector store failed.
@@ -248,6 +251,8 @@ class Retriever:
             chunks_per_product=self.chunks_per_product,
             flt=SearchFilter(products=ids),
         )
+        if ranked:
+            return [to_retrieved(h) for h in hits]
         found = {h.product_id: to_retrieved(h) for h in hits}
         return [found[i] for i in ids if i in found]
 

@@ -119,3 +119,13 @@ def test_a_question_about_shown_products_is_answered_about_them(
     # The conversation goes on from the question: "cheaper" refines the search, still.
     cheaper = _ask(demo_client, "cheaper", compared["conversation"])
     assert cheaper["search_text"] == first["search_text"] and cheaper["products"]
+
+
+def test_which_one_is_asked_of_the_products_shown(demo_client: httpx.Client) -> None:
+    first = _ask(demo_client, "headphones for swimming")
+    shown = {p["id"] for p in first["products"]}
+    answer = _ask(demo_client, "which one has the best battery?", first["conversation"])
+    assert {p["id"] for p in answer["products"]} == shown
+    assert answer["search_text"] == first["search_text"]
+    later = _ask(demo_client, "cheaper", answer["conversation"])
+    assert later["search_text"] == first["search_text"]

@@ -228,6 +228,22 @@ def test_a_question_about_shown_products_is_asked_of_them(
     assert applied(turn) == [("max_price", 100.0, "conversation")]  # kept for the next turn
 
 
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("which one has the widest toe box?", "has the widest toe box"),
+        ("do any of them fold?", "fold"),
+    ],
+)
+def test_a_question_about_everything_shown_is_asked_of_the_matches(query: str, asked: str) -> None:
+    """Added to the search text, "which one has the longest battery" stayed in it for every
+    later turn."""
+    turn = read(query)
+    assert turn.follow_up and turn.about_ranked and turn.asked == asked
+    assert turn.about == (11, 12, 13, 14, 15)  # not 16, shown as outside the budget
+    assert turn.parsed.search_text == "running shoes"
+
+
 def test_a_first_time_is_no_reference() -> None:
     turn = read("running shoes for the first time")
     assert turn.about == () and not turn.follow_up

@@ -135,6 +135,7 @@ async def _search(
         plan,
         turn.about,
         turn.asked,
+        turn.about_ranked,
     )
     conversation = conversations.issue(next_state(turn, plan, outcome))
     rid = events.impression(
