@@ -52,6 +52,17 @@ def tcp_sockets(pid: int, port: int) -> dict[str, list[str]]:
     return found
 
 
+def listening_inodes(port: int) -> set[str]:
+    """The inodes of every socket listening on `port`, whoever holds it."""
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == LISTEN:
+                found.add(fields[9])
+    return found
+
+
 def all_listening(parent: int, port: int, workers: int) -> bool:
     """`workers` API processes, each listening on `port` (a worker listens only once its
     start-up is done, so then every one of them takes connections)."""
