@@ -14,17 +14,8 @@ from typing import Any
 
 import httpx
 
+from tests.api.test_api_conversation import ask
 from tests.demo_index import DemoShard, demo_client_fixture, demo_shard_fixture  # noqa: F401
-
-
-def _ask(client: httpx.Client, query: str, conversation: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"query": query, "top_k": 5}
-    if conversation is not None:
-        body["conversation"] = conversation
-    r = client.post("/recommend", json=body)
-    assert r.status_code == 200, r.text
-    answer: dict[str, Any] = r.json()
-    return answer
 
 
 def _uses(name: str, *words: str) -> bool:
@@ -37,9 +28,9 @@ def _applied(answer: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def test_what_is_ruled_out_is_not_shown(demo_client: httpx.Client, demo_shard: DemoShard) -> None:
-    asked = _ask(demo_client, "headphones for running")
+    asked = ask(demo_client, "headphones for running")
     assert any(_uses(p["name"], "over", "ear") for p in asked["products"]), "the test can fail"
-    answer = _ask(demo_client, "headphones for running, not over-ear")
+    answer = ask(demo_client, "headphones for running, not over-ear")
     names = [p["name"] for p in answer["products"]]
     assert not any(_uses(n, "over", "ear") for n in names), names
     # The shard's other headphones come first (it holds every 3rd demo product).
@@ -55,12 +46,12 @@ def test_what_is_ruled_out_is_not_shown(demo_client: httpx.Client, demo_shard: D
 
 
 def test_a_follow_up_rules_out_and_later_turns_keep_it(demo_client: httpx.Client) -> None:
-    first = _ask(demo_client, "headphones for running")
-    second = _ask(demo_client, "not over-ear", first["conversation"])
+    first = ask(demo_client, "headphones for running")
+    second = ask(demo_client, "not over-ear", first["conversation"])
     names = [p["name"] for p in second["products"]]
     assert names and not any(_uses(n, "over", "ear") for n in names), names
     assert second["search_text"] == "headphones for running"
-    third = _ask(demo_client, "cheaper", second["conversation"])
+    third = ask(demo_client, "cheaper", second["conversation"])
     assert third["products"]
     assert not any(_uses(p["name"], "over", "ear") for p in third["products"])
     assert ("exclude_words", "not over-ear") in _applied(third)
@@ -69,18 +60,18 @@ def test_a_follow_up_rules_out_and_later_turns_keep_it(demo_client: httpx.Client
 def test_a_kind_ruled_out_leaves_the_others_of_the_thing_asked_for(
     demo_client: httpx.Client,
 ) -> None:
-    asked = _ask(demo_client, "a hiking backpack")
+    asked = ask(demo_client, "a hiking backpack")
     assert any(_uses(p["name"], "ultralight") for p in asked["products"]), "the test can fail"
-    answer = _ask(demo_client, "a hiking backpack, not an ultralight one")
+    answer = ask(demo_client, "a hiking backpack, not an ultralight one")
     names = [p["name"] for p in answer["products"]]
     assert names and _uses(names[0], "backpack"), names
     assert not any(_uses(n, "ultralight") for n in names), names
 
 
 def test_a_brand_ruled_out_is_the_brand_not_the_words_after_it(demo_client: httpx.Client) -> None:
-    asked = _ask(demo_client, "Keylight Audio headphones")
+    asked = ask(demo_client, "Keylight Audio headphones")
     assert any(p["brand"] == "Keylight Audio" for p in asked["products"]), "the test can fail"
-    answer = _ask(demo_client, "not Keylight Audio headphones")
+    answer = ask(demo_client, "not Keylight Audio headphones")
     assert answer["products"]
     assert all(p["brand"] != "Keylight Audio" for p in answer["products"])
     assert all(p["category"] == "audio" for p in answer["products"])
@@ -90,13 +81,13 @@ def test_a_brand_ruled_out_is_the_brand_not_the_words_after_it(demo_client: http
 def test_a_new_kind_of_product_in_a_follow_up_is_a_new_question(demo_client: httpx.Client) -> None:
     """Added to the last search ("a hiking backpack headphones"), backpacks came back among
     the headphones."""
-    first = _ask(demo_client, "a hiking backpack")
+    first = ask(demo_client, "a hiking backpack")
     assert any(_uses(p["name"], "backpack") for p in first["products"])
-    answer = _ask(demo_client, "show me headphones instead", first["conversation"])
+    answer = ask(demo_client, "show me headphones instead", first["conversation"])
     assert answer["search_text"] == "headphones"
     names = [p["name"] for p in answer["products"]]
     assert names and all(_uses(n, "headphones") for n in names), names
-    refined = _ask(demo_client, "lighter ones", first["conversation"])
+    refined = ask(demo_client, "lighter ones", first["conversation"])
     assert refined["search_text"].startswith("a hiking backpack")
 
 
@@ -105,27 +96,27 @@ def test_a_question_about_shown_products_is_answered_about_them(
 ) -> None:
     """Searched as a new question, "is the second one waterproof?" answered with other
     waterproof products, and "compare the first two" with nothing."""
-    first = _ask(demo_client, "headphones for swimming")
+    first = ask(demo_client, "headphones for swimming")
     shown = [p["id"] for p in first["products"]]
     assert len(shown) >= 2
-    answer = _ask(demo_client, "is the second one waterproof?", first["conversation"])
+    answer = ask(demo_client, "is the second one waterproof?", first["conversation"])
     assert [p["id"] for p in answer["products"]] == [shown[1]]
     assert answer["products"][0]["name"] in answer["message"]
     assert answer["search_text"] == first["search_text"]
-    alone = _ask(demo_client, "is the second one waterproof?")
+    alone = ask(demo_client, "is the second one waterproof?")
     assert [p["id"] for p in alone["products"]] != [shown[1]], "the test can fail"
-    compared = _ask(demo_client, "compare the first two", first["conversation"])
+    compared = ask(demo_client, "compare the first two", first["conversation"])
     assert [p["id"] for p in compared["products"]] == shown[:2]
     # The conversation goes on from the question: "cheaper" refines the search, still.
-    cheaper = _ask(demo_client, "cheaper", compared["conversation"])
+    cheaper = ask(demo_client, "cheaper", compared["conversation"])
     assert cheaper["search_text"] == first["search_text"] and cheaper["products"]
 
 
 def test_which_one_is_asked_of_the_products_shown(demo_client: httpx.Client) -> None:
-    first = _ask(demo_client, "headphones for swimming")
+    first = ask(demo_client, "headphones for swimming")
     shown = {p["id"] for p in first["products"]}
-    answer = _ask(demo_client, "which one has the best battery?", first["conversation"])
+    answer = ask(demo_client, "which one has the best battery?", first["conversation"])
     assert {p["id"] for p in answer["products"]} == shown
     assert answer["search_text"] == first["search_text"]
-    later = _ask(demo_client, "cheaper", answer["conversation"])
+    later = ask(demo_client, "cheaper", answer["conversation"])
     assert later["search_text"] == first["search_text"]
