@@ -48,6 +48,7 @@ class NegationReader:
         self._stop = {*book.function_words, *(n for n in book.negations if " " not in n)}
         self._determiners = set(book.determiners)
         self._trailing = set(book.followup_trailing)
+        self._degrees = set(book.negation_degrees)
         self._keys: tuple[Collection[str], dict[str, str]] | None = None
 
     def find(
@@ -104,7 +105,8 @@ class NegationReader:
 
     def _clause(self, query: str, cue: re.Match[str], taken: Sequence[Span]) -> _Clause | None:
         """The words the negation rules out, if they are a short run of words that starts
-        with a letter ("no. 30 wheel" and "no 2 pencils" rule nothing out)."""
+        with a letter and no degree ("no. 30 wheel", "no 2 pencils" and "not too loud" rule
+        nothing out)."""
         words: list[re.Match[str]] = []
         last = cue.end()
         for token in _TOKEN.finditer(query, cue.end()):
@@ -122,6 +124,8 @@ class NegationReader:
             words.pop()  # "not a backpacking one": "one" goes with the clause, unsearched
         if not words or len(words) > MAX_WORDS or not words[0].group(0)[0].isalpha():
             return None
+        if words[0].group(0).lower() in self._degrees:
+            return None  # "not too loud" names no product part: searched as typed
         return _Clause(words, last)
 
     def _named_by_absence(self, words: list[str], counts: Mapping[str, int]) -> bool:

@@ -50,6 +50,8 @@ class Phrasebook:
     # "no dig edging", "salt free ice melt": a catalog that names products by an absence.
     absence_before: list[str]
     absence_after: list[str]
+    # "not too loud": a degree, not a thing to rule out (searched as typed).
+    negation_degrees: list[str]
     # Follow-ups (app/query/followup.py): phrases that refine the conversation's last turn.
     followup_similar: list[str]
     # Before a shown product named by its place: a question about it ("is the second one …").
