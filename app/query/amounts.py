@@ -115,9 +115,16 @@ class AmountScanner:
         )
 
     def age_or_size_before(self, text: str, position: int) -> bool:
-        """Age or size talk just before `position` ("a kid under 10", "dogs over 20")."""
+        """Age or size talk just before `position` ("a kid under 10", "dogs over 20", "a kid
+        who is under 10"). A thing named in between takes the bound: "kids toys under 30"
+        prices the toys."""
         before = re.findall(r"[\w-]+", text[:position].lower())[-CONTEXT_WORDS:]
-        return any(w in self._context for w in before)
+        for word in reversed(before):
+            if word in self._context:
+                return True
+            if word not in self._followers:
+                return False
+        return False
 
     def is_bare_non_price(self, text: str, a: Amount, cue_start: int) -> bool:
         """A number with no currency that is something else, with a bound word at `cue_start`."""

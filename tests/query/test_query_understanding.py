@@ -38,6 +38,8 @@ def parse(query: str) -> dict[str, str | float]:
         ("kettle around $30", {"min_price": 24.0, "max_price": 36.0}),
         # A filler after the amount counts nothing.
         ("kettle under 200 then", {"max_price": 200.0}),
+        # A thing named between an age word and the bound takes the bound.
+        ("kids toys under 30", {"max_price": 30.0, "category": "toys"}),
         ("mugs under 15 each please", {"max_price": 15.0}),
         ("kettle about 30", {"min_price": 24.0, "max_price": 36.0}),
         ("yoga mat below €40", {"max_price": 40.0}),
