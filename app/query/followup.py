@@ -28,7 +28,7 @@ from app.query.brands import BrandFinder, Span, overlaps
 from app.query.category import word_forms
 from app.query.followup_rules import ON_REST, Effect, Rule, compile_rule, load_rules
 from app.query.phrasebook import Phrasebook, alternation
-from app.query.spelling import Speller
+from app.query.spelling import MIN_COUNT, Speller
 from app.query.turn import MAX_SEARCH_TEXT, ConversationState, ShownProduct, Turn, carried_filters
 from app.query.types import Constraint, ParsedQuery
 
@@ -41,6 +41,8 @@ _WORD = re.compile(r"[a-z]+")
 _COUNTS = {"two": 2, "three": 3}
 # "Which one …?" is asked of at most this many of the products shown, in their order.
 MAX_ABOUT = 10
+# A follow-up of at most this many words of quality refines ("black", "machine washable").
+MAX_ATTRIBUTE_WORDS = 2
 
 
 class FollowUpError(RecommenderError):
@@ -179,6 +181,18 @@ class FollowUpReader:
         if match is not None:
             EFFECTS[c.rule.effect](self, r, c, match)
 
+    def quality(self, speller: Speller, word: str) -> bool:
+        """Whether `word` names a quality, not a thing: the catalog's names use it and no
+        kind of product is called by it ("black", "wireless"), or it ends like a quality
+        ("washable")."""
+        if word in self.book.attribute_words:
+            return True
+        if speller.kind(word):
+            return False
+        if speller.weight(word) >= MIN_COUNT:
+            return True
+        return len(word) >= 6 and word.endswith(tuple(self.book.attribute_endings))
+
     def pointed_at(self, ref: Match, shown: tuple[ShownProduct, ...]) -> ShownProduct:
         """The shown product an ordinal match names ("the second", "#2", "the last").
 
@@ -311,14 +325,35 @@ def _new_kind(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None
     """Words that name a kind of product the last search did not ("show me sleeping bags
     instead", "what about sleeping bags" after tents) are a new question, nothing carried:
     added to "a tent for two", they showed a tent among the sleeping bags. Words that start
-    with a kept opener ("with a hood") or name the kind searched ("a cheaper tent") refine."""
+    with a kept opener ("with a hood"), name the kind searched ("a cheaper tent") or use a
+    kind to qualify ("machine washable") refine."""
     if r.speller is None or not r.words or r.kept:
         return
     searched = {f for w in _WORD.findall(r.state.search_text.lower()) for f in plain_forms(w)}
-    kinds = [w for w in _WORD.findall(r.words.lower()) if r.speller.kind(w)]
+    words = _WORD.findall(r.words.lower())
+    # A kind right before a quality qualifies it ("machine washable", "dishwasher safe").
+    kinds = [
+        w
+        for w, after in zip(words, [*words[1:], ""], strict=True)
+        if r.speller.kind(w) and not (after and reader.quality(r.speller, after))
+    ]
     if kinds and not any(k in searched for k in kinds):
         logger.info("follow-up %r: %s is a new kind of product", r.query, kinds)
         r.switch = True
+
+
+def _attribute(reader: FollowUpReader, r: _Reading, c: _Compiled, m: Match | None) -> None:
+    """One or two words ending in a quality and nothing else ("washable?", "black",
+    "machine washable") refine: as a new question, "washable?" after dog beds found travel
+    pillows. A quality is a colour, material or size (`attribute_words`), a word the names
+    use that names no kind of product, or one ending like a quality (`attribute_endings`:
+    "washable" need not be in a name)."""
+    if r.speller is None or r.cue or r.switch:
+        return
+    words = _WORD.findall(r.words.lower())
+    # The last word decides: "machine washable" is a quality, "espresso machine" a thing.
+    if 1 <= len(words) <= MAX_ATTRIBUTE_WORDS and reader.quality(r.speller, words[-1]):
+        r.cue = True
 
 
 def _take_heard(r: _Reading) -> None:
@@ -353,6 +388,7 @@ EFFECTS: dict[Effect, Callable[[FollowUpReader, _Reading, _Compiled, Match | Non
     "drop": _drop,
     "category": _category,
     "new_kind": _new_kind,
+    "attribute": _attribute,
 }
 
 

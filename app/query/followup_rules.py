@@ -35,6 +35,7 @@ Effect = Literal[
     "drop",
     "category",
     "new_kind",
+    "attribute",
 ]
 ON_REST: frozenset[Position] = frozenset({"rest_edges", "rest"})
 # Effects that need a particular kind of match.
@@ -43,6 +44,7 @@ _EFFECT_AT: dict[Effect, frozenset[Position]] = {
     "drop": frozenset({"rest_edges"}),
     "category": frozenset({"rest"}),
     "new_kind": frozenset({"rest"}),
+    "attribute": frozenset({"rest"}),
 }
 
 
@@ -82,7 +84,7 @@ def rule_from(entry: Mapping[str, Any], book: Phrasebook) -> Rule:
         if not isinstance(getattr(book, phrases, None), list):
             raise ValueError(f"follow-up rule {entry!r}: no phrasebook list {phrases!r}")
         phrases = getattr(book, phrases)
-    if effect not in ("category", "new_kind") and not phrases:
+    if effect not in ("category", "new_kind", "attribute") and not phrases:
         raise ValueError(f"follow-up rule {entry!r}: no phrases")
     return Rule(
         str(entry.get("example", "")),

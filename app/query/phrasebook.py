@@ -65,6 +65,10 @@ class Phrasebook:
     followup_fillers: list[str]
     followup_switch: list[str]
     followup_refers_back: list[str]
+    # Word endings of a quality ("washable", "waterproof", "cordless"): alone, a refinement.
+    attribute_endings: list[str]
+    # Colours, materials, sizes: alone, a refinement ("black" after dog beds).
+    attribute_words: list[str]
     ordinal_words: dict[str, int]
 
     def currency_of(self, token: str) -> str | None:

@@ -120,3 +120,13 @@ def test_which_one_is_asked_of_the_products_shown(demo_client: httpx.Client) -> 
     assert answer["search_text"] == first["search_text"]
     later = ask(demo_client, "cheaper", answer["conversation"])
     assert later["search_text"] == first["search_text"]
+
+
+def test_a_quality_alone_refines_the_last_search(demo_client: httpx.Client) -> None:
+    """As a new question, "washable?" after dog beds found travel pillows (the demo)."""
+    first = ask(demo_client, "headphones for swimming")
+    answer = ask(demo_client, "waterproof?", first["conversation"])
+    assert answer["search_text"] == "headphones for swimming waterproof"
+    assert answer["products"] and all(p["category"] == "audio" for p in answer["products"])
+    alone = ask(demo_client, "waterproof?")
+    assert {p["category"] for p in alone["products"]} != {"audio"}, "the test can fail"

@@ -279,6 +279,24 @@ def test_a_budget_closed_by_a_filler_is_a_budget() -> None:
     assert applied(turn) == [("max_price", 60.0, "query")]
 
 
+@pytest.mark.parametrize(
+    ("query", "follow_up"),
+    [
+        ("washable?", True),  # ends like a quality
+        ("black", True),  # a colour
+        ("machine washable", True),
+        ("trail", True),  # a word of the names that names no kind of product
+        ("kettles", False),  # a kind of product: a new question
+        ("blender", False),  # not sold here: a new question (and "nothing close")
+    ],
+)
+def test_a_quality_alone_refines(query: str, follow_up: bool) -> None:
+    """As a new question, "washable?" after dog beds found travel pillows."""
+    turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, SPELLER)
+    assert turn.follow_up is follow_up
+    assert turn.parsed.search_text.startswith("running shoes") is follow_up
+
+
 def test_a_switch_cue_keeps_a_budget_stated_with_the_new_need() -> None:
     turn = read("actually I need a yoga mat under $40")
     assert turn.parsed.search_text == "yoga mat"
