@@ -185,8 +185,8 @@ class FollowUpReader:
         """Whether `word` names a quality, not a thing: the catalog's names use it and no
         kind of product is called by it ("black", "wireless"), or it ends like a quality
         ("washable")."""
-        if word in self.book.attribute_words:
-            return True
+        if word in self.book.attribute_words or word in self.book.followup_kept_openers:
+            return True  # a colour, material or size; a comparison ("bigger", "lighter")
         if speller.kind(word):
             return False
         if speller.weight(word) >= MIN_COUNT:

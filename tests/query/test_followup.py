@@ -285,6 +285,7 @@ def test_a_budget_closed_by_a_filler_is_a_budget() -> None:
         ("washable?", True),  # ends like a quality
         ("black", True),  # a colour
         ("machine washable", True),
+        ("something bigger", True),  # a comparison, after a filler
         ("trail", True),  # a word of the names that names no kind of product
         ("kettles", False),  # a kind of product: a new question
         ("blender", False),  # not sold here: a new question (and "nothing close")
