@@ -1,7 +1,7 @@
 """The follow-up grammar as data: followup_rules.json's entries, checked and compiled.
 
 A rule is a pattern (where it matches, and its phrases) and an effect (what a match does
-to the turn: app/query/followup.py's EFFECTS). Adding a phrase is a phrasebook.json edit;
+to the turn: app/query/followup_effects.py's EFFECTS). Adding a phrase is a phrasebook.json edit;
 adding a way to say "this is a follow-up" is one entry here; only a new kind of effect
 is code.
 """
