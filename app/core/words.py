@@ -1,11 +1,20 @@
-"""A word's plain singular and plural forms: what the query side and the store's name
-filter count as one word, where no stemmer runs (the catalog's word counts, the name
-exclusions every engine must match alike)."""
+"""Words as the engines' word tokenizer splits names, and a word's plain singular and
+plural forms: what the query side and the store's name filter count as one word, where no
+stemmer runs (the catalog's word counts, the name exclusions every engine must match alike)."""
 
 from __future__ import annotations
 
+import re
+
+_WORD = re.compile(r"[^\W_]+")
+
 # A shorter word ending in "s" ("gas", "bus") is not read as a plural.
 PLURAL_FROM = 4
+
+
+def split_words(text: str) -> list[str]:
+    """`text`'s words, lowercase: runs of letters and digits ("Over-Ear" is "over", "ear")."""
+    return _WORD.findall(text.lower())
 
 
 def plain_forms(word: str) -> tuple[str, ...]:

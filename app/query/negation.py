@@ -22,7 +22,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.core.words import plain_forms
+from app.core.words import plain_forms, split_words
 from app.query.brands import Span, overlaps
 from app.query.phrasebook import Phrasebook, alternation
 from app.query.spelling import MIN_COUNT, Speller
@@ -31,7 +31,6 @@ from app.query.types import Constraint
 # Longer runs after a negation are a sentence, not a thing to rule out: left as typed.
 MAX_WORDS = 4
 _TOKEN = re.compile(r"[^\W_][\w'-]*")
-_WORD = re.compile(r"[^\W_]+")
 _BREAK = re.compile(r"[,;:.!?()/]")
 
 
@@ -84,7 +83,7 @@ class NegationReader:
                 found.append(Constraint("exclude_brand", name, query[cue.start() : end]))
                 spans.append((cue.start(), end))
                 continue
-            plain = _WORD.findall(" ".join(words).lower())
+            plain = split_words(" ".join(words))
             if counts is None and cue.group(0).lower() == "no":
                 continue
             if counts is not None and self._named_by_absence(plain, counts):
@@ -100,7 +99,7 @@ class NegationReader:
         """The brands by their lowercase words (cached per vocabulary: a shop may have
         thousands, and every query is read against them)."""
         if self._keys is None or self._keys[0] is not brands:
-            self._keys = (brands, {" ".join(_WORD.findall(b.lower())): b for b in brands})
+            self._keys = (brands, {" ".join(split_words(b)): b for b in brands})
         return self._keys[1]
 
     def _clause(self, query: str, cue: re.Match[str], taken: Sequence[Span]) -> _Clause | None:
@@ -142,7 +141,7 @@ def _brand_at_start(words: list[str], keys: Mapping[str, str]) -> tuple[int, str
     """(how many of `words`, the brand) when they start with a brand of the catalog,
     longest first ("Brumm Audio" over "Brumm")."""
     for n in range(min(5, len(words)), 0, -1):
-        name = keys.get(" ".join(_WORD.findall(" ".join(words[:n]).lower())))
+        name = keys.get(" ".join(split_words(" ".join(words[:n]))))
         if name is not None:
             return n, name
     return None

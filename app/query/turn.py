@@ -5,9 +5,9 @@ app/api/conversation.py), and which of those filters the next turn keeps (`carri
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from app.core.words import split_words
 from app.query.brands import MAX_BRANDS
 from app.query.plan import FilterPlan
 from app.query.search import SearchOutcome
@@ -24,7 +24,6 @@ PRICE_FIELDS = ("min_price", "max_price")
 # Exclusions carried at most ("not over-ear", "no cord", ...): this turn's first, then the
 # newest carried ones (the token has room for 16 filters in all: app/api/conversation.py).
 MAX_EXCLUDED_WORDS = 4
-_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +74,10 @@ def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple
     now searched for ("not over-ear", then "over-ear ones after all")."""
     fields = {c.field for c in now.constraints}
     named = {str(c.value) for c in now.constraints if c.field in ("brand", "exclude_brand")}
-    searched = set(_WORD.findall(now.search_text.lower()))
+    searched = set(split_words(now.search_text))
     kept = []
     for c in previous:
-        if c.field == "exclude_words" and set(_WORD.findall(str(c.value).lower())) <= searched:
+        if c.field == "exclude_words" and set(split_words(str(c.value))) <= searched:
             continue
         if c.field in PRICE_FIELDS and fields & set(PRICE_FIELDS):
             continue

@@ -8,7 +8,6 @@ tests/store/test_store_contract.py checks that.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,12 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from app.core.errors import RecommenderError, TerminalError
-from app.core.words import plain_forms
+from app.core.words import plain_forms, split_words
 from app.store.hybrid import FusionSpec, SparseVec
 
 VectorLike = Sequence[float] | npt.NDArray[np.floating[Any]]
-# A word as the engines' word tokenizer splits names (letters and digits).
-_NAME_WORD = re.compile(r"[^\W_]+")
 
 # Payload fields with an index: product_id for grouping and per-product deletes, the
 # others for the retrieval filters (applied inside the vector search) and their facets;
@@ -178,7 +175,7 @@ def name_forms(phrase: str) -> list[str]:
     word in each of its plain forms ("backpacks": "backpack"). The engines match a phrase's
     words in any order and case, whole words only (word tokenizer, no stemmer: qdrant-client's
     local mode can do no more, so every engine answers alike)."""
-    words = _NAME_WORD.findall(phrase.lower())
+    words = split_words(phrase)
     if not words:
         return []
     *head, last = words

@@ -191,9 +191,7 @@ def test_a_killed_worker_is_replaced_and_the_port_keeps_answering(
     # Until its exit closes its socket, the kernel may still queue a connection on it, and
     # that one is reset, as with any crash of a server on SO_REUSEPORT sockets
     # (net.ipv4.tcp_migrate_req=1 hands them to another worker: docs/scale-out.md). The
-    # socket outlives the process's "dead" state: a killed leader is a zombie while its
-    # other threads still hold the files (1 run in 5 was reset here), so wait for the
-    # socket itself.
+    # socket outlives a zombie leader (docs/troubleshooting.md): wait for it, not the pid.
     while its_socket & listening_inodes(port):
         time.sleep(0.01)
     deadline = time.monotonic() + 120
