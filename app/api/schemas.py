@@ -156,6 +156,13 @@ class SearchResponse(BaseModel):
         description="True when even the best product scored below RELEVANCE_CLOSE_MATCH: "
         "the catalog has nothing close to the request, and `products` are the nearest it has.",
     )
+    not_carried: str | None = Field(
+        None,
+        description="The kind of product asked for (the query's head word, e.g. `stove`) "
+        "when no product in the catalog is called that and none shown mentions it: "
+        "`products` are the closest the shop has, which may be that thing by another name.",
+        examples=["stove"],
+    )
     products: list[ProductOut]
     closest_outside_filters: list[ProductOut] = Field(
         default_factory=list,

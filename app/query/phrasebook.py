@@ -44,6 +44,10 @@ class Phrasebook:
     category_blocking_words_before: list[str]
     determiners: list[str]
     function_words: list[str]
+    # Never the kind of product asked for ("need", "something", "dad"): app/query/kind.py.
+    not_kind_words: list[str]
+    # "looking for a stove": a "for" after these still comes before the kind asked for.
+    kind_openers: list[str]
     number_words: dict[str, float]
     # "not", "without": what follows is not wanted (app/query/negation.py; follow-ups too).
     negations: list[str]

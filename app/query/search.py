@@ -41,12 +41,15 @@ class SearchOutcome:
     for fit, `closest_outside` holds the closest relevant products outside the bounds,
     offered as such and never as matches. Products outside are flagged `outside_filters`.
     `no_close_match`: even the best scored below the retriever's `close_match_score`: the
-    catalog has nothing close to the request, and these are the nearest it has."""
+    catalog has nothing close to the request, and these are the nearest it has.
+    `not_carried`: the kind of product asked for, when no product is called that
+    (app/query/kind.py): these are the closest the shop has."""
 
     products: list[RetrievedProduct]
     nearest: bool = False
     closest_outside: list[RetrievedProduct] = field(default_factory=list)
     no_close_match: bool = False
+    not_carried: str | None = None
 
     @property
     def offered(self) -> list[RetrievedProduct]:

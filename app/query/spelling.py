@@ -156,6 +156,12 @@ class Speller:
             return near[0][2]
         return word
 
+    def edits_to_nearest(self, word: str) -> int | None:
+        """Edits from `word` to the nearest catalog word a typo may be of (at most
+        MAX_EDITS; None: none that near)."""
+        near = self._near(word)
+        return near[0][0] if near else None
+
     def _near(self, word: str) -> list[tuple[int, int, str]]:
         """(edits, -weight, word) of the catalog words at most MAX_EDITS away, best first."""
         near = []

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from app.core.config import Settings
 from app.query.category import BrandVocabulary, CategoryVocabulary
 from app.query.followup import FollowUpReader
+from app.query.kind import KindReader
 from app.query.llm import LLMQueryParser
 from app.query.metrics import record_parse
 from app.query.offline import OfflineQueryParser
@@ -18,6 +19,7 @@ from app.query.spelling import CatalogWords
 from app.query.store_view import StoreView
 from app.query.turn import ConversationState, Turn
 from app.query.types import ParsedQuery
+from app.retrieval.types import RetrievedProduct
 from app.store import VectorStore
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ class QueryUnderstanding:
         self.brands = brands
         self.words = words
         self.followups = FollowUpReader(offline.book)
+        self.kinds = KindReader(offline.book)
 
     async def parse(self, query: str) -> ParsedQuery:
         # Only the first call blocks on a store read (later refreshes run in the
@@ -77,6 +80,12 @@ class QueryUnderstanding:
         brands = await _vocabulary(self.brands) if self.brands is not None else frozenset()
         speller = self.words.warm() if self.words is not None else None
         return self.followups.read(parsed, state, brands, categories, speller)
+
+    def not_carried(self, text: str, shown: Sequence[RetrievedProduct]) -> str | None:
+        """The kind of product `text` asks for when the shop has nothing called that, judged
+        on the catalog's words and the products `shown` (app/query/kind.py)."""
+        speller = self.words.warm() if self.words is not None else None
+        return self.kinds.not_carried(text, speller, shown, self.vocabulary.peek() or ())
 
     def views(self) -> list[StoreView[Any]]:
         """What it reads from the store (a model switch points them at the new index)."""

@@ -4,9 +4,15 @@ catalog (tests/demo_index.py, JVM-free, SYNC_MODE=off), the offline extractive a
 The demo sells no blender: before RELEVANCE_CLOSE_MATCH, "a blender that is not too loud"
 answered "Top pick: … Stand Mixer" as if it were one. The products are the same either way
 (the ranking and the cut do not change); the answer and `no_close_match` say what they are.
+Nor does it sell a stove, but "a camping stove" matches the tents' names on "camping", so
+its best match scores as a close one; the answer names what the shop lacks
+(`not_carried`, app/query/kind.py) instead of offering a tent as the top pick.
 """
 
 from __future__ import annotations
+
+import time
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +20,21 @@ import pytest
 from tests.demo_index import demo_client_fixture, demo_shard_fixture  # noqa: F401
 
 NOTICE = "Nothing in the catalog closely matches your request"
+LACKS = 'The shop has nothing called "stove"; these are the closest products.'
+# The catalog's words are read in the background after the start (app/query/spelling.py);
+# until then no kind is judged.
+WORDS_READ_WITHIN = 30.0
+
+
+def _judged(client: httpx.Client, query: str) -> dict[str, Any]:
+    deadline = time.monotonic() + WORDS_READ_WITHIN
+    while True:
+        r = client.post("/recommend", json={"query": query, "top_k": 3})
+        assert r.status_code == 200, r.text
+        answer: dict[str, Any] = r.json()
+        if answer["not_carried"] is not None or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("query", ["a blender that is not too loud", "a dishwasher"])
@@ -50,3 +71,32 @@ def test_the_stream_carries_the_flag_and_the_notice(demo_client: httpx.Client) -
     assert r.status_code == 200
     assert '"no_close_match":true' in text.replace(" ", "")
     assert NOTICE in text
+
+
+def test_a_kind_the_shop_lacks_is_named_and_the_closest_offered(
+    demo_client: httpx.Client,
+) -> None:
+    answer = _judged(demo_client, "a camping stove")
+    assert answer["not_carried"] == "stove"
+    assert answer["message"].startswith(LACKS), answer["message"]
+    # What the relevance alone says: a close match (so no_close_match cannot tell).
+    assert answer["no_close_match"] is False
+    assert answer["products"][0]["score"] >= 0.5
+    search = demo_client.post("/search", json={"query": "I need a camping stove for my trip"})
+    assert search.json()["not_carried"] == "stove"
+    for carried in ("a camping tent", "something to cook on while camping"):
+        other = demo_client.post("/recommend", json={"query": carried, "top_k": 3}).json()
+        assert other["not_carried"] is None, carried
+        assert not other["message"].startswith("The shop has nothing"), carried
+
+
+def test_the_stream_names_what_the_shop_lacks(demo_client: httpx.Client) -> None:
+    _judged(demo_client, "a camping stove")
+    body = {"query": "a camping stove", "top_k": 3}
+    with demo_client.stream(
+        "POST", "/recommend", json=body, headers={"accept": "text/event-stream"}
+    ) as r:
+        text = "".join(r.iter_text())
+    assert r.status_code == 200
+    assert '"not_carried":"stove"' in text.replace(" ", "")
+    assert LACKS.replace('"', '\\"') in text  # inside the events' JSON

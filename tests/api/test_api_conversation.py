@@ -147,6 +147,21 @@ def test_the_llm_is_told_what_a_follow_up_refines(
     )
 
 
+def test_the_llm_is_told_what_the_shop_lacks(client: httpx.Client, openai_stub: OpenAIStub) -> None:
+    # The catalog's words are read in the background after the start: until then, no kind
+    # is judged.
+    deadline = time.monotonic() + 30
+    while (answer := ask(client, "an electric stove for the kitchen"))["not_carried"] is None:
+        assert time.monotonic() < deadline, "the shop's lack of a stove was never named"
+        time.sleep(0.2)
+    assert answer["generator"] == "openai" and not answer["degraded"]
+    asked = openai_stub.requests[-1].message("user")
+    assert (
+        "Shopper's request: an electric stove for the kitchen (the shop has nothing called "
+        '"stove": say so; the products listed are the closest it has)'
+    ) in asked
+
+
 def test_in_black_keeps_the_budget_and_adds_the_colour(
     client: httpx.Client, first: dict[str, Any]
 ) -> None:

@@ -11,7 +11,7 @@ text/event-stream, and answers JSON otherwise.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Response, status
@@ -69,12 +69,19 @@ class _Searched:
 
     def question(self, query: str) -> str:
         """What the written answer answers: a follow-up's own words ("cheaper") alone would
-        leave the LLM guessing what is being refined."""
-        if not self.follow_up:
-            return query
+        leave the LLM guessing what is being refined, and a model told nothing would offer
+        a tent as the stove asked for."""
         if self.about_shown:
             return f"{query} (a question about the products listed, shown in the last answer)"
-        return f"{query} (a follow-up; what is searched for now: {self.parsed.search_text})"
+        notes = []
+        if self.follow_up:
+            notes.append(f"a follow-up; what is searched for now: {self.parsed.search_text}")
+        if self.outcome.not_carried:
+            notes.append(
+                f'the shop has nothing called "{self.outcome.not_carried}": say so; '
+                "the products listed are the closest it has"
+            )
+        return f"{query} ({'; '.join(notes)})" if notes else query
 
     def response_fields(self) -> dict[str, object]:
         return {
@@ -86,6 +93,7 @@ class _Searched:
             "filters_applied": [FilterApplied.of(f) for f in self.plan.applied],
             "nearest_matches": self.outcome.nearest,
             "no_close_match": self.outcome.no_close_match,
+            "not_carried": self.outcome.not_carried,
             "products": [ProductOut.of(p) for p in self.outcome.products],
             "closest_outside_filters": [ProductOut.of(p) for p in self.outcome.closest_outside],
         }
@@ -137,6 +145,10 @@ async def _search(
         turn.asked,
         turn.about_ranked,
     )
+    if not turn.about and turn.like is None:
+        missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
+        if missing is not None:
+            outcome = replace(outcome, not_carried=missing)
     conversation = conversations.issue(next_state(turn, plan, outcome))
     rid = events.impression(
         query=body.query,
@@ -161,12 +173,14 @@ async def _search(
 
 def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     """What the answer says first when products outside the price bounds are shown, or when
-    nothing in the catalog matches closely."""
-    far = (
-        "Nothing in the catalog closely matches your request; these are the nearest products. "
-        if outcome.no_close_match
-        else ""
-    )
+    nothing in the catalog matches closely or is called what was asked for."""
+    far = ""
+    if outcome.not_carried:
+        far = f'The shop has nothing called "{outcome.not_carried}"; '
+        far += "these are the closest products. "
+    elif outcome.no_close_match:
+        far = "Nothing in the catalog closely matches your request; "
+        far += "these are the nearest products. "
     bounds = " and ".join(f.label for f in plan.applied if f.field in ("min_price", "max_price"))
     if outcome.nearest:
         return (

@@ -260,7 +260,7 @@
     const products = Array.isArray(data.products) ? data.products : [];
     const closest = Array.isArray(data.closest_outside_filters) ? data.closest_outside_filters : [];
     const priced = data.nearest_matches || closest.length;
-    nearest.hidden = !(priced || data.no_close_match);
+    nearest.hidden = !(priced || data.no_close_match || data.not_carried);
     if (priced) {
       const bounds = filters.filter((f) => f.hard && /_price$/.test(f.field)).map((f) => f.label);
       const fit = products.length;
@@ -268,6 +268,8 @@
         ? `Nothing matches ${bounds.join(" and ")}. These are the nearest matches, outside it.`
         : `Only ${fit} ${fit === 1 ? "product matches" : "products match"} ${bounds.join(" and ")}. ` +
           "The closest ones outside that price range follow, marked.";
+    } else if (data.not_carried) {
+      nearest.textContent = `The shop has nothing called “${data.not_carried}”. These are the closest products.`;
     } else if (data.no_close_match) {
       nearest.textContent = "Nothing in the shop closely matches this. These are the nearest products.";
     }

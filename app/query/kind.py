@@ -1,0 +1,98 @@
+"""Whether the shop carries the kind of product a query asks for: "a camping stove" in a
+shop that sells tents, headlamps and kettles, and no stove.
+
+The relevance scores cannot tell. "camping" matches the tents' names word for word, so the
+best match scores like a close one (RELEVANCE_CLOSE_MATCH), and the answer would offer a
+tent as the top pick for a stove. What a query asks for is its head: the last word before
+its first function word or comma ("a camping stove for two": "stove"). The head is never
+one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"),
+`category_kind_words` ("camping gear"), or a quality ("vanities glass topped": "glass";
+`attribute_endings`, "-ed" and "-ly"). The shop does not carry it when all of these hold:
+- no product name uses the word in any plain form (the catalog's words, app.query.spelling);
+- it is a word, not a typo: the encoder knows it whole (not "reffridge"), and no catalog
+  word is one edit away ("low voltage steal");
+- it is in no category's name;
+- no product shown mentions it in its name or in the text it matched by (a "Trail Cooker"
+  whose description says "stove" is one).
+The products shown do not change: the answer says what the shop lacks and offers them as
+the nearest it has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from app.core.words import plain_forms, split_words
+from app.query.phrasebook import Phrasebook
+from app.query.spelling import Speller
+from app.retrieval.types import RetrievedProduct
+
+_CLAUSE_END = re.compile(r"[,;:.!?()/]")
+# A quality, not a kind, ends this way: "topped", "partially" (not "bed" or "shed").
+_PARTICIPLE_OR_ADVERB = re.compile(r"^\w{3,}(?:ed|ly)$")
+# Before any kind is named, these start a purpose or a recipient ("something to cook on",
+# "a gift for a hiker"): the query names no kind, unless a search verb came first
+# ("looking for a stove": the phrasebook's `kind_openers`).
+_PURPOSE = {"to", "for"}
+
+
+class KindReader:
+    def __init__(self, book: Phrasebook) -> None:
+        self._stop = set(book.function_words)
+        self._skip = {*book.not_kind_words, *book.determiners, *book.category_kind_words}
+        self._seeking = {"", *book.kind_openers}
+        # A few letters before the ending: "adhesive" is a quality here, "drive" is not.
+        self._attribute = re.compile(rf"^\w{{4,}}(?:{'|'.join(book.attribute_endings)})$")
+
+    def head(self, text: str) -> str | None:
+        """The word `text` asks for, lowercase ("I need a camping stove for two": "stove"),
+        or None when it names none (only numbers, or only words that are never a kind)."""
+        words: list[str] = []
+        skipped = ""
+        for clause in _CLAUSE_END.split(text):
+            for word in split_words(clause):
+                if word in self._stop:
+                    if words:
+                        break
+                    if word in _PURPOSE and skipped not in self._seeking:
+                        return None  # "something to cook on", "a gift for a hiker"
+                    continue  # "I need a …", "looking for …": nothing named yet
+                if word in self._skip or self._is_quality(word):
+                    skipped = word
+                else:
+                    words.append(word)
+            if words:
+                break
+        return words[-1] if words and words[-1].isalpha() else None
+
+    def _is_quality(self, word: str) -> bool:
+        return bool(self._attribute.match(word) or _PARTICIPLE_OR_ADVERB.match(word))
+
+    def not_carried(
+        self,
+        text: str,
+        speller: Speller | None,
+        shown: Sequence[RetrievedProduct],
+        categories: Iterable[str] = (),
+    ) -> str | None:
+        """The head of `text` when the shop carries nothing of that kind (see the module),
+        else None. Without the catalog's words (not read yet, or QUERY_SPELLING=false)
+        nothing is judged."""
+        head = self.head(text)
+        if head is None or speller is None or not speller.counts or not shown:
+            return None
+        if speller.weight(head) > 0:
+            return None
+        forms = set(plain_forms(head))
+        if not any(f in speller.dictionary for f in forms):
+            return None  # "ocket", "reffridge": typos too far from a catalog word to mend
+        edits = speller.edits_to_nearest(head)
+        if edits is not None and edits <= 1:
+            return None
+        if any(forms & set(split_words(c)) for c in categories):
+            return None
+        for p in shown:
+            if any(forms & set(split_words(t)) for t in (p.name, *p.matched_content)):
+                return None
+        return head

@@ -1,0 +1,95 @@
+"""The kind of product a query asks for, and whether the shop carries it
+(app/query/kind.py): judged on the catalog's own words and the products shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.query.kind import KindReader
+from app.query.phrasebook import load_phrasebook
+from app.query.spelling import Speller, catalog_word_counts
+from app.retrieval.types import RetrievedProduct
+
+READER = KindReader(load_phrasebook())
+NAMES = [
+    "Pinecrest 4-Person Camping Tent",
+    "Cairn 2-Person Camping Tent",
+    "Alpenglow Rechargeable Headlamp",
+    "Ironleaf Gooseneck Electric Kettle",
+    "Kitchell Variable-Temperature Electric Kettle",
+    "Brumm Wireless Headphones",
+    "IronPeak Adjustable Dumbbells",
+    "Stainless Steel Water Bottle",
+    "Insulated Steel Tumbler",
+    "Insulated Steel Flask",
+]
+# The encoder's whole words stand in for its tokenizer's vocabulary (`dictionary_words`).
+DICTIONARY = frozenset({"stove", "sofa", "drone", "weights", "steal", "instructions"})
+SPELLER = Speller(catalog_word_counts(NAMES), DICTIONARY)
+TENT = RetrievedProduct(1, NAMES[0], "outdoor", "Pinecrest", 380.0, 0.82, ["Pitches fast."])
+
+
+@pytest.mark.parametrize(
+    ("query", "head"),
+    [
+        ("a camping stove", "stove"),
+        ("I need a camping stove for my trip", "stove"),
+        ("do you sell camping stoves?", "stoves"),
+        ("show me a stove for camping", "stove"),
+        ("looking for a good kettle", "kettle"),
+        ("I'm in the market for a stove", "stove"),
+        ("a kettle, cheap", "kettle"),
+        ("lg dryer, anti-bacterial", "dryer"),
+        # A quality is not the kind: the word before it is.
+        ("vanities glass topped", "glass"),
+        ("gas logs partially vented", "logs"),
+        ("camping gear", "camping"),
+        # A purpose or a recipient names no kind.
+        ("something to cook on while camping", None),
+        ("what to get my dad who likes camping", None),
+        ("a gift for a hiker", None),
+        ("for my dad", None),
+        ("waterproof", None),
+        ("2000", None),
+    ],
+)
+def test_the_head_is_the_kind_asked_for(query: str, head: str | None) -> None:
+    assert READER.head(query) == head
+
+
+def test_a_kind_no_product_is_called_is_named() -> None:
+    assert READER.not_carried("a camping stove", SPELLER, [TENT]) == "stove"
+    assert READER.not_carried("do you sell camping stoves?", SPELLER, [TENT]) == "stoves"
+
+
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        ("a camping tent", "a name uses it"),
+        ("camping tents", "a name uses it, in another form"),
+        ("low voltage steal", "one edit from a catalog word: a typo of steel"),
+        ("a reffridge", "not a word the encoder knows whole: a typo too far to mend"),
+        ("something to cook on", "no kind named"),
+    ],
+)
+def test_what_is_carried_or_cannot_be_told_is_not_named(query: str, why: str) -> None:
+    assert READER.not_carried(query, SPELLER, [TENT]) is None, why
+
+
+def test_a_product_shown_that_mentions_the_kind_is_one() -> None:
+    cooker = RetrievedProduct(
+        2, "Trail Cooker", "outdoor", None, 40.0, 0.6, ["A one-burner stove for the trail."]
+    )
+    assert READER.not_carried("a camping stove", SPELLER, [TENT]) == "stove"
+    assert READER.not_carried("a camping stove", SPELLER, [TENT, cooker]) is None
+
+
+def test_a_category_named_so_is_carried() -> None:
+    assert READER.not_carried("a drone", SPELLER, [TENT]) == "drone"
+    assert READER.not_carried("a drone", SPELLER, [TENT], ["drones & cameras"]) is None
+
+
+def test_without_the_catalogs_words_or_products_nothing_is_judged() -> None:
+    assert READER.not_carried("a camping stove", None, [TENT]) is None
+    assert READER.not_carried("a camping stove", Speller({}, DICTIONARY), [TENT]) is None
+    assert READER.not_carried("a camping stove", SPELLER, []) is None
