@@ -7,7 +7,7 @@ the offline extractive one otherwise; both answer with a `Recommendation`.
 from app.llm.extractive import ExtractiveGenerator
 from app.llm.generator import Generator, build_generator
 from app.llm.openai_generator import OpenAIGenerator
-from app.llm.types import GeneratorName, Recommendation
+from app.llm.types import GeneratorName, Question, Recommendation
 from app.retrieval.types import RetrievedProduct
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "Generator",
     "GeneratorName",
     "OpenAIGenerator",
+    "Question",
     "Recommendation",
     "RetrievedProduct",
     "build_generator",

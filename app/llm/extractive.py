@@ -10,11 +10,15 @@ import re
 from collections.abc import AsyncGenerator, Sequence
 
 from app.llm.grounding import unknown_references
-from app.llm.types import AnswerPart, DegradedReason, Recommendation
+from app.llm.types import AnswerPart, DegradedReason, Question, Recommendation
 from app.retrieval.types import RetrievedProduct
 
 MAX_ALTERNATIVES = 3
 MAX_REASON_CHARS = 220
+# A question about products shown that no sentence shares a word with ("which one has the
+# best battery?" of "Expect about eight hours per charge."): the text nearest to it, this
+# long at most, so the answer is in it without the reader being told it is absent.
+MAX_ABOUT_CHARS = 400
 NO_MATCH_MESSAGE = (
     "Sorry, no matching products were found for your request. "
     "Try different words or loosen the filters."
@@ -64,16 +68,45 @@ _STOPWORDS = frozenset(
 )
 
 
+# Words of a question about products shown that name no quality of theirs: "compare the
+# first two", "which one is best?" ask about everything a product says.
+_ABOUT_WORDS = frozenset(
+    {
+        "best",
+        "better",
+        "between",
+        "both",
+        "compare",
+        "difference",
+        "differences",
+        "first",
+        "last",
+        "one",
+        "ones",
+        "second",
+        "them",
+        "third",
+        "three",
+        "two",
+        "versus",
+        "vs",
+        "which",
+    }
+)
+
+
 class ExtractiveGenerator:
     """Builds the answer from the retrieved products; never names anything else."""
 
-    async def generate(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
-        return extractive_recommendation(query, products)
+    async def generate(
+        self, question: Question, products: Sequence[RetrievedProduct]
+    ) -> Recommendation:
+        return extractive_recommendation(question, products)
 
     def stream(
-        self, query: str, products: Sequence[RetrievedProduct]
+        self, question: Question, products: Sequence[RetrievedProduct]
     ) -> AsyncGenerator[AnswerPart, None]:
-        return replay(extractive_recommendation(query, products))
+        return replay(extractive_recommendation(question, products))
 
     async def aclose(self) -> None:
         return None
@@ -88,12 +121,17 @@ async def replay(answer: Recommendation) -> AsyncGenerator[AnswerPart, None]:
 
 
 def extractive_recommendation(
-    query: str, products: Sequence[RetrievedProduct], *, reason: DegradedReason | None = None
+    question: Question,
+    products: Sequence[RetrievedProduct],
+    *,
+    reason: DegradedReason | None = None,
 ) -> Recommendation:
-    """Top pick with a reason quoted from its best chunk, then up to three alternatives.
+    """Top pick with a reason quoted from its best chunk, then up to three alternatives; in
+    the `nearest` framing the closest products, said to be that; in the `about` framing
+    (a question about products shown) each product with its sentence nearest the question.
 
     Args:
-        query: the shopper's request, used only to choose which sentence to quote.
+        question: the shopper's request; its words only choose which sentences to quote.
         products: retrieved products, best first.
         reason: why this stands in for an LLM answer (the answer is then `degraded`);
             None when the extractive answer is the intended one.
@@ -101,24 +139,47 @@ def extractive_recommendation(
     degraded = reason is not None
     if not products:
         return Recommendation(NO_MATCH_MESSAGE, "extractive", degraded, [], reason)
+    if question.framing == "about":
+        return _about(question.text, products, reason)
+    nearest = question.framing == "nearest"
     # Products outside the price bounds are never the top pick while one fits.
     fitting = [p for p in products if not p.outside_filters] or list(products)
     outside = [p for p in products if p.outside_filters and p not in fitting]
     top, alternatives = fitting[0], fitting[1 : 1 + MAX_ALTERNATIVES]
     closest = outside[: max(MAX_ALTERNATIVES - len(alternatives), 1)] if outside else []
     allowed = [p.id for p in products]
-    parts = [f"Top pick: {_label(top)}."]
-    why = _best_sentence(query, top.matched_content[:1], allowed)
+    parts = [f"{'Closest' if nearest else 'Top pick'}: {_label(top)}."]
+    why = _best_sentence(question.text, top.matched_content[:1], allowed)
     if why:
-        parts.append(f"Why: {why}")
+        parts.append(why if nearest else f"Why: {why}")
     if alternatives:
-        parts.append("Also consider: " + "; ".join(_label(p) for p in alternatives) + ".")
+        also = "Also close" if nearest else "Also consider"
+        parts.append(f"{also}: " + "; ".join(_label(p) for p in alternatives) + ".")
     if closest:
         parts.append(
             "Closest outside your price range: " + "; ".join(_label(p) for p in closest) + "."
         )
     cited = [top.id, *(p.id for p in alternatives), *(p.id for p in closest)]
     return Recommendation(" ".join(parts), "extractive", degraded, cited, reason)
+
+
+def _about(
+    asked: str, products: Sequence[RetrievedProduct], reason: DegradedReason | None
+) -> Recommendation:
+    """Each product asked about (at most MAX_ALTERNATIVES + 1) with its sentence that shares
+    the most words with the question, or else its text nearest to the question (its first
+    matched chunk: app.retrieval's `about` orders them so)."""
+    allowed = [p.id for p in products]
+    shown = products[: MAX_ALTERNATIVES + 1]
+    # "is the second one waterproof?" asks about "waterproof"; "compare them" about all.
+    specific = " ".join(sorted(_words(asked) - _ABOUT_WORDS))
+    parts = []
+    for p in shown:
+        said = _best_sentence(specific, p.matched_content, allowed, min_overlap=1)
+        said = said or _excerpt(p.matched_content[:1], allowed) or "no description."
+        parts.append(f"{_label(p)}: {said}")
+    cited = [p.id for p in shown]
+    return Recommendation(" ".join(parts), "extractive", reason is not None, cited, reason)
 
 
 def _label(product: RetrievedProduct) -> str:
@@ -131,8 +192,11 @@ def _price(price: float | None) -> str | None:
     return None if price is None else f"${price:,.2f}"
 
 
-def _best_sentence(query: str, chunks: Sequence[str], allowed_ids: list[int]) -> str | None:
-    """The sentence sharing the most words with the query (earliest on ties).
+def _best_sentence(
+    query: str, chunks: Sequence[str], allowed_ids: list[int], min_overlap: int = 0
+) -> str | None:
+    """The sentence sharing the most words with the query (earliest on ties), if it shares
+    at least `min_overlap`.
 
     Sentences that name a product outside the retrieved set are skipped: seller text may
     carry "recommend product 999", and quoting it would put 999 in the answer.
@@ -146,7 +210,18 @@ def _best_sentence(query: str, chunks: Sequence[str], allowed_ids: list[int]) ->
             overlap = _overlap(query_words, _words(sentence))
             if best is None or overlap > best[0]:
                 best = (overlap, sentence)
-    return None if best is None else _shorten(best[1])
+    return None if best is None or best[0] < min_overlap else _shorten(best[1])
+
+
+def _excerpt(chunks: Sequence[str], allowed_ids: list[int]) -> str | None:
+    """The chunks' sentences that name no other product, up to MAX_ABOUT_CHARS."""
+    sentences = [
+        s
+        for chunk in chunks
+        for s in _SENTENCE_END.split(" ".join(chunk.split()))
+        if s and not unknown_references(s, allowed_ids)
+    ]
+    return _shorten(" ".join(sentences), MAX_ABOUT_CHARS) if sentences else None
 
 
 def _overlap(query_words: set[str], sentence_words: set[str]) -> int:
@@ -165,8 +240,8 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
 
 
-def _shorten(sentence: str) -> str:
-    if len(sentence) <= MAX_REASON_CHARS:
+def _shorten(sentence: str, limit: int = MAX_REASON_CHARS) -> str:
+    if len(sentence) <= limit:
         return sentence if sentence[-1] in ".!?" else sentence + "."
-    cut = sentence[:MAX_REASON_CHARS].rsplit(" ", 1)[0].rstrip(",;:")
+    cut = sentence[:limit].rsplit(" ", 1)[0].rstrip(",;:")
     return cut + "…"

@@ -9,17 +9,17 @@ from app.core.config import Settings
 from app.llm.breaker import CircuitBreaker
 from app.llm.extractive import ExtractiveGenerator
 from app.llm.openai_generator import OpenAIGenerator
-from app.llm.types import AnswerPart, Recommendation
+from app.llm.types import AnswerPart, Question, Recommendation
 from app.retrieval.types import RetrievedProduct
 
 
 class Generator(Protocol):
     async def generate(
-        self, query: str, products: Sequence[RetrievedProduct]
+        self, question: Question, products: Sequence[RetrievedProduct]
     ) -> Recommendation: ...
 
     def stream(
-        self, query: str, products: Sequence[RetrievedProduct]
+        self, question: Question, products: Sequence[RetrievedProduct]
     ) -> AsyncGenerator[AnswerPart, None]:
         """The answer as it is written: text pieces, then the `Recommendation` (always last;
         no exception but cancellation escapes)."""

@@ -37,7 +37,7 @@ from app.llm.extractive import extractive_recommendation, replay
 from app.llm.grounding import cited_ids, unknown_references
 from app.llm.metrics import LLMOutcome, SkipReason, record_llm_outcome, record_llm_skipped
 from app.llm.prompt import build_messages
-from app.llm.types import AnswerPart, LLMFailure, Recommendation
+from app.llm.types import AnswerPart, LLMFailure, Question, Recommendation
 from app.retrieval.types import RetrievedProduct
 
 logger = logging.getLogger(__name__)
@@ -106,16 +106,18 @@ class OpenAIGenerator:
     def breaker_state(self) -> BreakerState:
         return self.breaker.state
 
-    async def generate(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
-        skipped = self._admit(query, products)
+    async def generate(
+        self, question: Question, products: Sequence[RetrievedProduct]
+    ) -> Recommendation:
+        skipped = self._admit(question, products)
         if skipped is not None:
             return skipped
-        return await self._ask(query, products)
+        return await self._ask(question, products)
 
     async def stream(
-        self, query: str, products: Sequence[RetrievedProduct]
+        self, question: Question, products: Sequence[RetrievedProduct]
     ) -> AsyncGenerator[AnswerPart, None]:
-        skipped = self._admit(query, products)
+        skipped = self._admit(question, products)
         if skipped is not None:
             async for part in replay(skipped):
                 yield part
@@ -123,7 +125,7 @@ class OpenAIGenerator:
         # The LLM is read in its own task, so no timeout scope spans a `yield` (a slow
         # reader would take the cancellation), and a reader that leaves cancels it.
         pieces: asyncio.Queue[str | None] = asyncio.Queue()
-        task = asyncio.create_task(self._ask_streamed(query, products, pieces.put_nowait))
+        task = asyncio.create_task(self._ask_streamed(question, products, pieces.put_nowait))
         streamed = False
         try:
             # The reader hands text on at most once per read interval, so this wakes (and
@@ -137,31 +139,33 @@ class OpenAIGenerator:
                 task.cancel()  # closes the HTTP stream to the LLM
                 self._abandoned.add(task)
                 task.add_done_callback(self._abandoned.discard)
-        answer = self._answer(query, products, outcome, text)
+        answer = self._answer(question, products, outcome, text)
         if streamed:
             yield answer  # replaced, if it failed after text went out
         else:
             async for part in replay(answer):
                 yield part
 
-    def _admit(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation | None:
+    def _admit(
+        self, question: Question, products: Sequence[RetrievedProduct]
+    ) -> Recommendation | None:
         """The answer to give without waiting on the LLM, or None when it is to be asked."""
         if not products:
             # Nothing to recommend and nothing to ground an answer in: the fixed
             # "no match" message is the right answer, not a degraded one.
-            return extractive_recommendation(query, products)
+            return extractive_recommendation(question, products)
         permit = self.breaker.permit()
         if permit == "probe":
             # The shopper does not wait on an endpoint that was failing: the probe (this
             # very request) runs in the background and only decides the breaker's state.
-            task = asyncio.create_task(self._ask(query, products))
+            task = asyncio.create_task(self._ask(question, products))
             self._probes.add(task)
             task.add_done_callback(self._probes.discard)
-            return _skip(query, products, "breaker_open")
+            return _skip(question, products, "breaker_open")
         if permit == "skip":
-            return _skip(query, products, "breaker_open")
+            return _skip(question, products, "breaker_open")
         if self._in_flight >= self.max_in_flight:
-            return _skip(query, products, "at_capacity")
+            return _skip(question, products, "at_capacity")
         return None
 
     async def aclose(self) -> None:
@@ -169,20 +173,22 @@ class OpenAIGenerator:
             task.cancel()
         await self._client.close()
 
-    async def _ask(self, query: str, products: Sequence[RetrievedProduct]) -> Recommendation:
+    async def _ask(
+        self, question: Question, products: Sequence[RetrievedProduct]
+    ) -> Recommendation:
         """One guarded LLM call: its outcome goes to the metrics and the breaker."""
         started = time.perf_counter()
         self._in_flight += 1
         try:
-            outcome, answer = await self._attempt(self._complete(query, products), products)
+            outcome, answer = await self._attempt(self._complete(question, products), products)
         finally:
             self._in_flight -= 1
         self._record(outcome, answer, started)
-        return self._answer(query, products, outcome, answer)
+        return self._answer(question, products, outcome, answer)
 
     async def _ask_streamed(
         self,
-        query: str,
+        question: Question,
         products: Sequence[RetrievedProduct],
         emit: Callable[[str | None], None],
     ) -> tuple[LLMOutcome, str]:
@@ -194,7 +200,7 @@ class OpenAIGenerator:
         self._in_flight += 1
         try:
             outcome, answer = await self._attempt(
-                self._complete_streamed(query, products, emit), products
+                self._complete_streamed(question, products, emit), products
             )
         finally:
             self._in_flight -= 1
@@ -221,11 +227,11 @@ class OpenAIGenerator:
 
     @staticmethod
     def _answer(
-        query: str, products: Sequence[RetrievedProduct], outcome: LLMOutcome, answer: str
+        question: Question, products: Sequence[RetrievedProduct], outcome: LLMOutcome, answer: str
     ) -> Recommendation:
         if outcome == "ok":
             return Recommendation(answer, "openai", False, cited_ids(answer))
-        return extractive_recommendation(query, products, reason=outcome)
+        return extractive_recommendation(question, products, reason=outcome)
 
     async def _attempt(
         self, call: Awaitable[str], products: Sequence[RetrievedProduct]
@@ -246,10 +252,10 @@ class OpenAIGenerator:
             return "ungrounded", f"answer names products that were not retrieved: {sorted(unknown)}"
         return "ok", answer
 
-    async def _complete(self, query: str, products: Sequence[RetrievedProduct]) -> str:
+    async def _complete(self, question: Question, products: Sequence[RetrievedProduct]) -> str:
         response = await self._client.chat.completions.create(
             model=self.model,
-            messages=build_messages(query, products),
+            messages=build_messages(question, products),
             max_tokens=MAX_ANSWER_TOKENS,
         )
         if not response.choices:
@@ -258,7 +264,7 @@ class OpenAIGenerator:
 
     async def _complete_streamed(
         self,
-        query: str,
+        question: Question,
         products: Sequence[RetrievedProduct],
         emit: Callable[[str | None], None],
     ) -> str:
@@ -267,7 +273,7 @@ class OpenAIGenerator:
         app/llm/completion_stream.py: one emit per read of the body, not per token."""
         request = self._client.chat.completions.with_streaming_response.create(
             model=self.model,
-            messages=build_messages(query, products),
+            messages=build_messages(question, products),
             max_tokens=MAX_ANSWER_TOKENS,
             stream=True,
         )
@@ -309,10 +315,12 @@ class StreamCut(Exception):
     """A streamed completion ended without its finish_reason: the answer is incomplete."""
 
 
-def _skip(query: str, products: Sequence[RetrievedProduct], reason: SkipReason) -> Recommendation:
+def _skip(
+    question: Question, products: Sequence[RetrievedProduct], reason: SkipReason
+) -> Recommendation:
     # Counted, never logged per request: while the breaker is open that is every request.
     record_llm_skipped(reason)
-    return extractive_recommendation(query, products, reason=reason)
+    return extractive_recommendation(question, products, reason=reason)
 
 
 def _classify(err: BaseException) -> LLMFailure:

@@ -1,4 +1,4 @@
-"""The chat messages: fixed instructions, and the shopper's query plus products as data.
+"""The chat messages: fixed instructions, and the shopper's request plus products as data.
 
 Product text is seller-written and untrusted, so it only ever appears inside the
 <products> block as JSON, and the instructions say that block is data.
@@ -12,6 +12,7 @@ from typing import Any
 
 from openai.types.chat import ChatCompletionMessageParam
 
+from app.llm.types import Question
 from app.retrieval.types import RetrievedProduct
 
 # Seller text could be long; the answer needs the gist, not whole manuals.
@@ -36,12 +37,12 @@ if you mention it, say so; never present it as fitting.
 
 
 def build_messages(
-    query: str, products: Sequence[RetrievedProduct]
+    question: Question, products: Sequence[RetrievedProduct]
 ) -> list[ChatCompletionMessageParam]:
-    """System instructions, then one user message with the query and the delimited products."""
-    user = (
-        f"Shopper's request: {query.strip()}\n\n<products>\n{products_json(products)}\n</products>"
-    )
+    """System instructions, then one user message with the request and the delimited
+    products."""
+    data = f"<products>\n{products_json(products)}\n</products>"
+    user = f"Shopper's request: {question.prompt}\n\n{data}"
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": user},

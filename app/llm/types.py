@@ -34,6 +34,29 @@ class Recommendation:
     reason: DegradedReason | None = None
 
 
+# How the products relate to the request: what it asked for (`matches`), the closest the
+# shop has when nothing matches closely or it lacks the kind asked for (`nearest`), or
+# products already shown that a question is about (`about`).
+AnswerFraming = Literal["matches", "nearest", "about"]
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What the written answer answers. `text`: the shopper's words. `notes`: what the
+    words alone do not say and the LLM must know (what a follow-up searches for now, that
+    the products were shown before, a kind the shop lacks)."""
+
+    text: str
+    notes: tuple[str, ...] = ()
+    framing: AnswerFraming = "matches"
+
+    @property
+    def prompt(self) -> str:
+        """The request as the LLM reads it: the words, then the notes in brackets."""
+        words = self.text.strip()
+        return f"{words} ({'; '.join(self.notes)})" if self.notes else words
+
+
 # What a streamed answer yields: pieces of text as they are written, then the checked
 # answer (whose message is the concatenation of the pieces unless the text was replaced).
 AnswerPart = str | Recommendation

@@ -47,6 +47,7 @@ def test_nothing_close_is_said_and_the_nearest_are_still_offered(
     assert answer["no_close_match"] is True
     assert answer["products"], "the nearest products are still offered"
     assert answer["message"].startswith(NOTICE), answer["message"]
+    assert "Closest: " in answer["message"] and "Top pick" not in answer["message"]
     search = demo_client.post("/search", json={"query": query, "top_k": 3}).json()
     assert search["no_close_match"] is True
     assert [p["id"] for p in search["products"]] == [p["id"] for p in answer["products"]]
@@ -78,7 +79,7 @@ def test_a_kind_the_shop_lacks_is_named_and_the_closest_offered(
 ) -> None:
     answer = _judged(demo_client, "a camping stove")
     assert answer["not_carried"] == "stove"
-    assert answer["message"].startswith(LACKS), answer["message"]
+    assert answer["message"].startswith(LACKS + " Closest: "), answer["message"]
     # What the relevance alone says: a close match (so no_close_match cannot tell).
     assert answer["no_close_match"] is False
     assert answer["products"][0]["score"] >= 0.5

@@ -101,7 +101,9 @@ def test_a_question_about_shown_products_is_answered_about_them(
     assert len(shown) >= 2
     answer = ask(demo_client, "is the second one waterproof?", first["conversation"])
     assert [p["id"] for p in answer["products"]] == [shown[1]]
-    assert answer["products"][0]["name"] in answer["message"]
+    # Answered about it, from its own text: no "Top pick" of one product asked about.
+    assert answer["message"].startswith(answer["products"][0]["name"]), answer["message"]
+    assert "Top pick" not in answer["message"]
     assert answer["search_text"] == first["search_text"]
     alone = ask(demo_client, "is the second one waterproof?")
     assert [p["id"] for p in alone["products"]] != [shown[1]], "the test can fail"
@@ -117,6 +119,9 @@ def test_which_one_is_asked_of_the_products_shown(demo_client: httpx.Client) -> 
     shown = {p["id"] for p in first["products"]}
     answer = ask(demo_client, "which one has the best battery?", first["conversation"])
     assert {p["id"] for p in answer["products"]} == shown
+    # No text says "battery"; what each says of its charge is quoted, not called absent.
+    assert all(p["name"] in answer["message"] for p in answer["products"])
+    assert "charge" in answer["message"] and "Top pick" not in answer["message"]
     assert answer["search_text"] == first["search_text"]
     later = ask(demo_client, "cheaper", answer["conversation"])
     assert later["search_text"] == first["search_text"]

@@ -39,7 +39,7 @@ from app.api.schemas import (
 from app.api.streaming import EVENT_STREAM, event_stream, wants_event_stream
 from app.core.config import Settings
 from app.events.shop import ShopEvents, Shown
-from app.llm import Recommendation
+from app.llm import Question, Recommendation
 from app.llm.extractive import extractive_recommendation
 from app.query import FilterPlan, ParsedQuery, QueryUnderstanding, SearchOutcome, plan_filters
 from app.query.followup import FollowUpError
@@ -67,12 +67,13 @@ class _Searched:
     ranking_version: str
     about_shown: bool = False
 
-    def question(self, query: str) -> str:
+    def question(self, query: str) -> Question:
         """What the written answer answers: a follow-up's own words ("cheaper") alone would
         leave the LLM guessing what is being refined, and a model told nothing would offer
         a tent as the stove asked for."""
         if self.about_shown:
-            return f"{query} (a question about the products listed, shown in the last answer)"
+            note = "a question about the products listed, shown in the last answer"
+            return Question(query, (note,), "about")
         notes = []
         if self.follow_up:
             notes.append(f"a follow-up; what is searched for now: {self.parsed.search_text}")
@@ -81,7 +82,13 @@ class _Searched:
                 f'the shop has nothing called "{self.outcome.not_carried}": say so; '
                 "the products listed are the closest it has"
             )
-        return f"{query} ({'; '.join(notes)})" if notes else query
+        elif self.outcome.no_close_match:
+            notes.append(
+                "nothing in the catalog matches it closely: say so; "
+                "the products listed are the nearest it has"
+            )
+        far = self.outcome.no_close_match or self.outcome.not_carried is not None
+        return Question(query, tuple(notes), "nearest" if far else "matches")
 
     def response_fields(self) -> dict[str, object]:
         return {
