@@ -8,10 +8,12 @@ The rules on the query run first; then the words the parser read as constraints 
 then the rules on what is left. A query that no cue rule matched, with words left to search, is a
 new question and starts fresh: nothing is carried (a hidden filter from an unrelated
 question would silently hide the right products). Otherwise what is left is added to the
-last search text, and what is carried keeps its place below this turn's words and the
-request's filters (app/query/plan.py). docs/decisions/conversation-state.md says why each
-rule is what it is. The turn and its state are app/query/turn.py's; retrieval is the
-caller's (app/query/search.py `search_turn`).
+last search text (a count of a unit it already counts replaces that count instead: "for
+two players" after "a board game for four players"), and what is carried keeps its place
+below this turn's words and the request's filters (app/query/plan.py).
+docs/decisions/conversation-state.md says why each rule is what it is. The turn and its
+state are app/query/turn.py's; retrieval is the caller's (app/query/search.py
+`search_turn`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import logging
 import re
 from collections.abc import Collection
 
+from app.core.words import plain_forms
 from app.query.brands import BrandFinder
 from app.query.followup_effects import EFFECTS, Compiled, FollowUpError, Reading, take_heard
 from app.query.followup_rules import ON_REST, Rule, compile_rule, load_rules
@@ -32,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 # Positions whose effect runs on every query and does its own matching.
 _MATCHED_BY_EFFECT = frozenset({"catalog_brands", "rest_edges", "rest"})
+# Left of a restated count, these say nothing the search text does not ("for", "a").
+_RESTATED_FILLERS = frozenset({"a", "an", "the", "for", "of", "in"})
 
 
 class FollowUpReader:
@@ -52,6 +57,12 @@ class FollowUpReader:
         self.refers_back = re.compile(
             rf"(?<![\w-])(?:{alternation(book.followup_refers_back)})(?![\w-])", re.I
         )
+        counts = alternation(list(book.count_words))
+        # "two players", "2-person", "4 person": a count and the unit it counts.
+        self._count = re.compile(rf"(?<![\w.-])(\d+|{counts})(?:\s*-\s*|\s+)([a-z]+)\b", re.I)
+        # "for two": the count "for" gave before ("a tent for four", "for four players").
+        self._for_count = re.compile(rf"(?<![\w-])for\s+(\d+|{counts})(?![\w-])", re.I)
+        self._restated_fillers = _RESTATED_FILLERS | set(book.followup_trailing)
         self._on_query = [c for c in compiled if c.rule.at not in ON_REST]
         self._on_rest = [c for c in compiled if c.rule.at in ON_REST]
 
@@ -99,15 +110,42 @@ class FollowUpReader:
             logger.info("follow-up %r: a new need, %r; nothing carried", r.query, r.words)
             return Turn(ParsedQuery(r.query, r.words, r.parsed.constraints, parsed.parser))
         like = r.like if not r.words or r.pointed else None  # new words: a text search again
-        text = state.search_text
-        if r.words and r.words.lower() not in text.lower():
+        text, words = self._restated(state.search_text, r.words)
+        if words and words.lower() not in text.lower():
             # Past MAX_SEARCH_TEXT the text stops growing (it travels in the token).
-            text = f"{text} {r.words}"[:MAX_SEARCH_TEXT].strip()
+            text = f"{text} {words}"[:MAX_SEARCH_TEXT].strip()
         query = r.query
         turn_parsed = ParsedQuery(query, text, (*r.parsed.constraints, *r.own), parsed.parser)
         carried = carried_filters(state.filters, turn_parsed)
         logger.info("follow-up %r: search %r, like %s, %d carried", query, text, like, len(carried))
         return Turn(turn_parsed, carried, like, follow_up=True)
+
+    def _restated(self, text: str, words: str) -> tuple[str, str]:
+        """`text` with the counts `words` restate ("for two players" after "for four
+        players": added, the two contradicted each other and the old one kept ranking),
+        and what is left of `words` to add."""
+        restated = False
+        for new in self._count.finditer(words):
+            unit = set(plain_forms(new.group(2).lower()))
+            for old in self._count.finditer(text):
+                if unit & set(plain_forms(old.group(2).lower())):
+                    text = text[: old.start()] + new.group(0) + text[old.end() :]
+                    words = words.replace(new.group(0), " ", 1)
+                    restated = True
+                    break
+        for new in self._for_count.finditer(words):
+            given = self._for_count.search(text)
+            if given is not None:
+                text = text[: given.start(1)] + new.group(1) + text[given.end(1) :]
+                words = words.replace(new.group(0), " ", 1)
+                restated = True
+        if not restated:
+            return text, words
+        # What the count came with: "what about a 2-person one" restates, adds nothing.
+        rest = words.split()
+        while rest and rest[0].lower().strip(",.!?") in self._restated_fillers:
+            rest.pop(0)
+        return text, " ".join(rest)
 
     def _apply(self, c: Compiled, r: Reading, text: str) -> None:
         if c.rule.at in _MATCHED_BY_EFFECT:

@@ -49,6 +49,8 @@ class Phrasebook:
     # "looking for a stove": a "for" after these still comes before the kind asked for.
     kind_openers: list[str]
     number_words: dict[str, float]
+    # Counts in a follow-up ("for two players instead"): app/query/followup.py.
+    count_words: dict[str, int]
     # "not", "without": what follows is not wanted (app/query/negation.py; follow-ups too).
     negations: list[str]
     # "no dig edging", "salt free ice melt": a catalog that names products by an absence.

@@ -327,3 +327,26 @@ def test_the_product_searched_by_stays_until_new_words_come() -> None:
     assert read("not acme", liked).like == 12
     assert read("in black", liked).like is None
     assert read("more like the first one", liked).like == 11
+
+
+@pytest.mark.parametrize(
+    ("last", "query", "search"),
+    [
+        (
+            "a board game for four players",
+            "for two players instead",
+            "a board game for two players",
+        ),
+        ("a board game for four players", "for two instead", "a board game for two players"),
+        ("a 4-person tent", "what about a 2-person one", "a 2-person tent"),
+        ("a 4-person tent", "how about 2 person ones with a porch", "a 2 person tent with a porch"),
+        ("a 2 slice toaster", "4 slice ones", "a 4 slice toaster"),
+        # No count of that unit searched before: the words are added, as any refinement.
+        ("a board game", "for two players instead", "a board game for two players"),
+    ],
+)
+def test_a_new_count_of_the_unit_searched_replaces_it(last: str, query: str, search: str) -> None:
+    """Added, "for two players instead" searched "a board game for four players for two
+    players", and the four-player games kept coming first."""
+    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    assert turn.follow_up and turn.parsed.search_text == search
