@@ -110,7 +110,8 @@ class AmountScanner:
         nxt = re.match(r"\s*([\w'-]+)", rest)
         return (
             nxt is not None
-            and nxt.group(1).lower() not in self._followers
+            # "under 40 that's not plastic": "that's" follows as "that" does.
+            and nxt.group(1).lower().split("'")[0] not in self._followers
             and not self._bound_after.match(rest)
         )
 

@@ -41,6 +41,8 @@ def parse(query: str) -> dict[str, str | float]:
         # A thing named between an age word and the bound takes the bound.
         ("kids toys under 30", {"max_price": 30.0, "category": "toys"}),
         ("mugs under 15 each please", {"max_price": 15.0}),
+        # A contraction of a function word counts nothing either (the budget was lost).
+        ("kettle under 40 that's not plastic", {"max_price": 40.0, "exclude_words": "plastic"}),
         ("kettle about 30", {"min_price": 24.0, "max_price": 36.0}),
         ("yoga mat below €40", {"max_price": 40.0}),
         ("yoga mat no more than £90", {"max_price": 90.0}),
