@@ -9,8 +9,9 @@ one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"
 `category_kind_words` ("camping gear"), or a quality ("vanities glass topped": "glass";
 `attribute_endings`, "-ed" and "-ly"). The shop does not carry it when all of these hold:
 - no product name uses the word in any plain form (the catalog's words, app.query.spelling);
-- it is a word, not a typo: the encoder knows it whole (not "reffridge"), and no catalog
-  word is one edit away ("low voltage steal");
+- it is a word, not a typo: the encoder knows it whole, or a word it knows whole plus
+  "-er" ("grinder", "blender"; not "reffridge"), and no catalog word is one edit away
+  ("low voltage steal");
 - it is in no category's name;
 - no product shown mentions it in its name or in the text it matched by (a "Trail Cooker"
   whose description says "stove" is one).
@@ -21,7 +22,7 @@ the nearest it has.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from app.core.words import plain_forms, split_words
 from app.query.phrasebook import Phrasebook
@@ -35,6 +36,14 @@ _PARTICIPLE_OR_ADVERB = re.compile(r"^\w{3,}(?:ed|ly)$")
 # "a gift for a hiker"): the query names no kind, unless a search verb came first
 # ("looking for a stove": the phrasebook's `kind_openers`).
 _PURPOSE = {"to", "for"}
+# Tools are named by what they do: the tokenizer splits "grinder" into "grind" + "##er".
+_AGENT_ENDINGS = ("er", "r")
+
+
+def _a_word(word: str, dictionary: Collection[str]) -> bool:
+    return word in dictionary or any(
+        word.endswith(e) and word[: -len(e)] in dictionary for e in _AGENT_ENDINGS
+    )
 
 
 class KindReader:
@@ -85,7 +94,7 @@ class KindReader:
         if speller.weight(head) > 0:
             return None
         forms = set(plain_forms(head))
-        if not any(f in speller.dictionary for f in forms):
+        if not any(_a_word(f, speller.dictionary) for f in forms):
             return None  # "ocket", "reffridge": typos too far from a catalog word to mend
         edits = speller.edits_to_nearest(head)
         if edits is not None and edits <= 1:

@@ -60,6 +60,9 @@ def test_the_head_is_the_kind_asked_for(query: str, head: str | None) -> None:
 def test_a_kind_no_product_is_called_is_named() -> None:
     assert READER.not_carried("a camping stove", SPELLER, [TENT]) == "stove"
     assert READER.not_carried("do you sell camping stoves?", SPELLER, [TENT]) == "stoves"
+    # Split by the tokenizer ("grind" + "##er"), a word all the same.
+    speller = Speller(catalog_word_counts(NAMES), DICTIONARY | {"grind"})
+    assert READER.not_carried("a coffee grinder", speller, [TENT]) == "grinder"
 
 
 @pytest.mark.parametrize(
