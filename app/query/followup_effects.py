@@ -32,6 +32,7 @@ logger = logging.getLogger("app.query.followup")
 Match = re.Match[str]
 _EDGES = re.compile(r"^[\s,;:.!?-]+|[\s,;:.!?-]+$")
 _WORD = re.compile(r"[a-z]+")
+_NEXT_WORD = re.compile(r"\s+([a-z]+)")
 # "The first two": how many shown products from the one named.
 _COUNTS = {"two": 2, "three": 3}
 # "Which one …?" is asked of at most this many of the products shown, in their order.
@@ -133,8 +134,23 @@ def pointed_at(book: Phrasebook, ref: Match, shown: tuple[ShownProduct, ...]) ->
     return shown[index - 1]
 
 
+def names_a_product(book: Phrasebook, r: Reading, ref: Match) -> bool:
+    """Whether an ordinal match is the start of a product's name ("what about the first aid
+    kit?", "a top loader"): the ordinal and the word after it are one of the phrasebook's
+    `ordinal_compounds`, or a pair of words the catalog's names use."""
+    word = ref.group("word")
+    following = _NEXT_WORD.match(r.query.lower(), ref.end()) if word is not None else None
+    if word is None or ref.group(0).lower().split()[-1] != word.lower() or following is None:
+        return False  # "#2", "the second one", "the second?"
+    pair = f"{word.lower()} {following.group(1)}"
+    names = r.speller.counts if r.speller is not None else {}
+    return pair in book.ordinal_compounds or names.get(pair, 0) > 0
+
+
 def _search_by_shown(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
     assert m is not None
+    if names_a_product(grammar.book, r, m):
+        return
     r.like = pointed_at(grammar.book, m, r.state.shown).id
     r.pointed = True
     r.take(m)
@@ -145,7 +161,7 @@ def _about_shown(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> 
     two". Searched, it matched nothing ("compare the first two") or other products
     (waterproof e-readers); it is asked of those products instead."""
     assert m is not None
-    if r.pointed:
+    if r.pointed or names_a_product(grammar.book, r, m):
         return  # "more like the second one" searches by it
     first = pointed_at(grammar.book, m, r.state.shown)
     start = r.state.shown.index(first)

@@ -75,6 +75,9 @@ class Phrasebook:
     attribute_endings: list[str]
     # Colours, materials, sizes: alone, a refinement ("black" after dog beds).
     attribute_words: list[str]
+    # "The first aid kit" names a product, not the first one shown (the catalog's names
+    # using the pair count too: app/query/followup_effects.py).
+    ordinal_compounds: list[str]
     ordinal_words: dict[str, int]
 
     def currency_of(self, token: str) -> str | None:

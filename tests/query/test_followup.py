@@ -350,3 +350,26 @@ def test_a_new_count_of_the_unit_searched_replaces_it(last: str, query: str, sea
     players", and the four-player games kept coming first."""
     turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
     assert turn.follow_up and turn.parsed.search_text == search
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what about the first aid kit?",
+        "tell me about the top loader ones",
+        "is the second hand one ok",
+    ],
+)
+def test_an_ordinal_that_starts_a_products_name_is_no_reference(query: str) -> None:
+    """ "What about the first aid kit?" was a question about the first product shown."""
+    turn = read(query)
+    assert turn.about == () and turn.like is None
+
+
+def test_an_ordinal_pair_the_catalogs_names_use_is_no_reference() -> None:
+    names = [f"Northwind First Response Kit {n}" for n in range(3)]
+    speller = Speller(catalog_word_counts(names))
+    parsed = PARSER.parse("is the first response kit waterproof?", CATEGORIES, speller, BRANDS)
+    assert READER.read(parsed, LAST, BRANDS, CATEGORIES, speller).about == ()
+    # Without a name that uses it, the same words point at the first product shown.
+    assert READER.read(parsed, LAST, BRANDS, CATEGORIES).about == (11,)
