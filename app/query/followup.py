@@ -26,6 +26,7 @@ from app.core.words import plain_forms
 from app.query.brands import BrandFinder
 from app.query.followup_effects import EFFECTS, Compiled, FollowUpError, Reading, take_heard
 from app.query.followup_rules import ON_REST, Rule, compile_rule, load_rules
+from app.query.kind import KindReader
 from app.query.phrasebook import Phrasebook, alternation
 from app.query.spelling import Speller
 from app.query.turn import MAX_SEARCH_TEXT, ConversationState, Turn, carried_filters
@@ -63,6 +64,7 @@ class FollowUpReader:
         # "for two": the count "for" gave before ("a tent for four", "for four players").
         self._for_count = re.compile(rf"(?<![\w-])for\s+(\d+|{counts})(?![\w-])", re.I)
         self._restated_fillers = _RESTATED_FILLERS | set(book.followup_trailing)
+        self.kinds = KindReader(book)
         self._on_query = [c for c in compiled if c.rule.at not in ON_REST]
         self._on_rest = [c for c in compiled if c.rule.at in ON_REST]
 

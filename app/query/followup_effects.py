@@ -21,6 +21,7 @@ from app.core.words import plain_forms
 from app.query.brands import BrandFinder, Span, overlaps
 from app.query.category import word_forms
 from app.query.followup_rules import Effect, Rule
+from app.query.kind import KindReader, lacks
 from app.query.phrasebook import Phrasebook
 from app.query.spelling import MIN_COUNT, Speller
 from app.query.turn import ConversationState, ShownProduct
@@ -98,6 +99,9 @@ class Grammar(Protocol):
 
     @property
     def refers_back(self) -> re.Pattern[str]: ...
+
+    @property
+    def kinds(self) -> KindReader: ...
 
 
 def quality(book: Phrasebook, speller: Speller, word: str) -> bool:
@@ -258,8 +262,9 @@ def _category(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> Non
 
 def _new_kind(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
     """Words that name a kind of product the last search did not ("show me sleeping bags
-    instead", "what about sleeping bags" after tents) are a new question, nothing carried:
-    added to "a tent for two", they showed a tent among the sleeping bags. Words that start
+    instead", "what about sleeping bags" after tents), or open with a word for a kind the
+    shop lacks ("got any stoves?"), are a new question, nothing carried: added to "a tent
+    for two", they showed a tent among the sleeping bags. Words that start
     with a kept opener ("with a hood"), name the kind searched ("a cheaper tent") or use a
     kind to qualify ("machine washable") refine."""
     if r.speller is None or not r.words or r.kept:
@@ -274,6 +279,18 @@ def _new_kind(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> Non
     ]
     if kinds and not any(k in searched for k in kinds):
         logger.info("follow-up %r: %s is a new kind of product", r.query, kinds)
+        r.switch = True
+        return
+    # A kind the shop lacks ("got any stoves?" after tents): a new question, which the
+    # answer then says the shop has nothing called so. Added, it searched "tents stoves".
+    head = grammar.kinds.head(r.words, opening=True)
+    if (
+        head is not None
+        and head not in searched
+        and not quality(grammar.book, r.speller, head)
+        and lacks(head, r.speller, r.categories)
+    ):
+        logger.info("follow-up %r: %r is a kind of product the shop lacks", r.query, head)
         r.switch = True
 
 

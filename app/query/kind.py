@@ -46,17 +46,34 @@ def _a_word(word: str, dictionary: Collection[str]) -> bool:
     )
 
 
+def lacks(word: str, speller: Speller | None, categories: Iterable[str] = ()) -> bool:
+    """Whether `word` is a word (not a typo) that no product name uses and no category is
+    called by (see the module). Without the catalog's words, False."""
+    if speller is None or not speller.counts or speller.weight(word) > 0:
+        return False
+    forms = set(plain_forms(word))
+    if not any(_a_word(f, speller.dictionary) for f in forms):
+        return False  # "ocket", "reffridge": typos too far from a catalog word to mend
+    edits = speller.edits_to_nearest(word)
+    if edits is not None and edits <= 1:
+        return False
+    return not any(forms & set(split_words(c)) for c in categories)
+
+
 class KindReader:
     def __init__(self, book: Phrasebook) -> None:
         self._stop = set(book.function_words)
+        self._determiners = set(book.determiners)
         self._skip = {*book.not_kind_words, *book.determiners, *book.category_kind_words}
         self._seeking = {"", *book.kind_openers}
         # A few letters before the ending: "adhesive" is a quality here, "drive" is not.
         self._attribute = re.compile(rf"^\w{{4,}}(?:{'|'.join(book.attribute_endings)})$")
 
-    def head(self, text: str) -> str | None:
+    def head(self, text: str, opening: bool = False) -> str | None:
         """The word `text` asks for, lowercase ("I need a camping stove for two": "stove"),
-        or None when it names none (only numbers, or only words that are never a kind)."""
+        or None when it names none (only numbers, or only words that are never a kind).
+        `opening`: only a head the text opens with, determiners and `not_kind_words`
+        aside ("got any stoves?"; not "any in canvas", which qualifies)."""
         words: list[str] = []
         skipped = ""
         for clause in _CLAUSE_END.split(text):
@@ -66,6 +83,8 @@ class KindReader:
                         break
                     if word in _PURPOSE and skipped not in self._seeking:
                         return None  # "something to cook on", "a gift for a hiker"
+                    if opening and word not in self._determiners:
+                        return None
                     continue  # "I need a …", "looking for …": nothing named yet
                 if word in self._skip or self._is_quality(word):
                     skipped = word
@@ -89,18 +108,9 @@ class KindReader:
         else None. Without the catalog's words (not read yet, or QUERY_SPELLING=false)
         nothing is judged."""
         head = self.head(text)
-        if head is None or speller is None or not speller.counts or not shown:
-            return None
-        if speller.weight(head) > 0:
+        if head is None or not shown or not lacks(head, speller, categories):
             return None
         forms = set(plain_forms(head))
-        if not any(_a_word(f, speller.dictionary) for f in forms):
-            return None  # "ocket", "reffridge": typos too far from a catalog word to mend
-        edits = speller.edits_to_nearest(head)
-        if edits is not None and edits <= 1:
-            return None
-        if any(forms & set(split_words(c)) for c in categories):
-            return None
         for p in shown:
             if any(forms & set(split_words(t)) for t in (p.name, *p.matched_content)):
                 return None

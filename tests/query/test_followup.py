@@ -373,3 +373,24 @@ def test_an_ordinal_pair_the_catalogs_names_use_is_no_reference() -> None:
     assert READER.read(parsed, LAST, BRANDS, CATEGORIES, speller).about == ()
     # Without a name that uses it, the same words point at the first product shown.
     assert READER.read(parsed, LAST, BRANDS, CATEGORIES).about == (11,)
+
+
+# The catalog's words with the encoder's whole words: "stove" and "canvas" are words.
+WORDY = Speller(catalog_word_counts(NAMES), frozenset({"stove", "canvas"}), name_ends(NAMES))
+
+
+@pytest.mark.parametrize(
+    ("query", "search"),
+    [("got any stoves?", "stoves"), ("what about a stove", "stove")],
+)
+def test_a_kind_the_shop_lacks_is_a_new_question(query: str, search: str) -> None:
+    """Added, "got any stoves?" searched "running shoes stoves" and answered with shoes."""
+    turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, WORDY)
+    assert not turn.follow_up and turn.carried == ()
+    assert turn.parsed.search_text.endswith(search)
+
+
+@pytest.mark.parametrize("query", ["any in canvas", "in black", "what about waterproof ones"])
+def test_a_quality_the_names_lack_still_refines(query: str) -> None:
+    turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, WORDY)
+    assert turn.follow_up and turn.parsed.search_text.startswith("running shoes")
