@@ -16,7 +16,8 @@ one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"
 - no product shown mentions it in its name or in the text it matched by (a "Trail Cooker"
   whose description says "stove" is one).
 The products shown do not change: the answer says what the shop lacks and offers them as
-the nearest it has.
+the nearest it has. A follow-up that opens with such a word ("got any stoves?" after
+tents) is a new question (app/query/followup_effects.py, `new_kind`).
 """
 
 from __future__ import annotations
