@@ -74,13 +74,18 @@ def test_a_request_the_catalog_matches_gets_no_notice(
     assert answer["products"][0]["score"] >= 0.5
 
 
-def test_the_stream_carries_the_flag_and_the_notice(demo_client: httpx.Client) -> None:
-    body = {"query": "a dishwasher", "top_k": 3}
-    with demo_client.stream(
+def _streamed(client: httpx.Client, query: str) -> str:
+    body = {"query": query, "top_k": 3}
+    with client.stream(
         "POST", "/recommend", json=body, headers={"accept": "text/event-stream"}
     ) as r:
         text = "".join(r.iter_text())
     assert r.status_code == 200
+    return text
+
+
+def test_the_stream_carries_the_flag_and_the_notice(demo_client: httpx.Client) -> None:
+    text = _streamed(demo_client, "a dishwasher")
     assert '"no_close_match":true' in text.replace(" ", "")
     assert NOTICE in text
 
@@ -104,11 +109,6 @@ def test_a_kind_the_shop_lacks_is_named_and_the_closest_offered(
 
 def test_the_stream_names_what_the_shop_lacks(demo_client: httpx.Client) -> None:
     _judged(demo_client, "a camping stove")
-    body = {"query": "a camping stove", "top_k": 3}
-    with demo_client.stream(
-        "POST", "/recommend", json=body, headers={"accept": "text/event-stream"}
-    ) as r:
-        text = "".join(r.iter_text())
-    assert r.status_code == 200
+    text = _streamed(demo_client, "a camping stove")
     assert '"not_carried":"stove"' in text.replace(" ", "")
     assert LACKS.format("stove").replace('"', '\\"') in text  # inside the events' JSON
