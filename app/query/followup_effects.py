@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.core.errors import RecommenderError
-from app.core.words import plain_forms
+from app.core.words import PLURAL_FROM, plain_forms
 from app.query.brands import BrandFinder, Span, overlaps
 from app.query.category import word_forms
 from app.query.followup_rules import Effect, Rule
@@ -287,11 +287,26 @@ def _new_kind(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> Non
     if (
         head is not None
         and head not in searched
+        and _named_as_a_thing(grammar.book, r, head)
         and not quality(grammar.book, r.speller, head)
         and lacks(head, r.speller, r.categories)
     ):
         logger.info("follow-up %r: %r is a kind of product the shop lacks", r.query, head)
         r.switch = True
+
+
+def _named_as_a_thing(book: Phrasebook, r: Reading, word: str) -> bool:
+    """Whether the query names `word` as a thing: after a determiner ("a drone", "any
+    stoves") or as a plural ("stoves?"), and not right before a cue it modifies ("even
+    cheaper", "a little cheaper": after "cheaper", "even" was searched alone, budget lost)."""
+    at = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", r.query, re.I)
+    if at is None:
+        return False
+    if any(start >= at.end() and not r.query[at.end() : start].strip() for start, _ in r.cuts):
+        return False
+    before = _WORD.findall(r.query[: at.start()].lower())
+    determined = bool(before) and before[-1] in {*book.determiners, "any"}
+    return determined or (word.endswith("s") and len(word) >= PLURAL_FROM)
 
 
 def _attribute(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:

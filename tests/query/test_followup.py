@@ -376,7 +376,11 @@ def test_an_ordinal_pair_the_catalogs_names_use_is_no_reference() -> None:
 
 
 # The catalog's words with the encoder's whole words: "stove" and "canvas" are words.
-WORDY = Speller(catalog_word_counts(NAMES), frozenset({"stove", "canvas"}), name_ends(NAMES))
+WORDY = Speller(
+    catalog_word_counts(NAMES),
+    frozenset({"stove", "canvas", "even", "little", "still"}),
+    name_ends(NAMES),
+)
 
 
 @pytest.mark.parametrize(
@@ -394,3 +398,12 @@ def test_a_kind_the_shop_lacks_is_a_new_question(query: str, search: str) -> Non
 def test_a_quality_the_names_lack_still_refines(query: str) -> None:
     turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, WORDY)
     assert turn.follow_up and turn.parsed.search_text.startswith("running shoes")
+
+
+@pytest.mark.parametrize("query", ["even cheaper", "a little cheaper", "still cheaper please"])
+def test_a_word_before_a_cue_modifies_it(query: str) -> None:
+    """With the catalog's words read, "even" (a word no name uses) after "cheaper" was
+    read as a kind the shop lacks: searched alone, the budget was lost."""
+    turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, WORDY)
+    assert turn.follow_up and turn.parsed.search_text == "running shoes"
+    assert [f for f in applied(turn) if f[0] == "max_price"] == [("max_price", 74.99, "query")]
