@@ -61,6 +61,31 @@ def lacks(word: str, speller: Speller | None, categories: Iterable[str] = ()) ->
     return not any(forms & set(split_words(c)) for c in categories)
 
 
+def product_kind(name: str, speller: Speller | None) -> str | None:
+    """The kind of product `name` names: its last word when the catalog's names make it a
+    kind ("… 4-Person Camping Tent": "tent"; `Speller.kind`), else None ("… in White")."""
+    words = split_words(name)
+    if speller is None or not words or not speller.kind(words[-1]):
+        return None
+    return words[-1]
+
+
+def same_kind_first(
+    products: Sequence[RetrievedProduct], kind: str | None
+) -> list[RetrievedProduct]:
+    """`products` with those whose name ends with `kind` (any plain form) first, each group
+    in its order: like a tent, other tents before the headlamps and sleeping bags."""
+    if kind is None:
+        return list(products)
+    forms = set(plain_forms(kind))
+
+    def same(p: RetrievedProduct) -> bool:
+        words = split_words(p.name)
+        return bool(words) and words[-1] in forms
+
+    return [p for p in products if same(p)] + [p for p in products if not same(p)]
+
+
 class KindReader:
     def __init__(self, book: Phrasebook) -> None:
         self._stop = set(book.function_words)

@@ -10,7 +10,7 @@ from typing import Any
 from app.core.config import Settings
 from app.query.category import BrandVocabulary, CategoryVocabulary
 from app.query.followup import FollowUpReader
-from app.query.kind import KindReader
+from app.query.kind import KindReader, product_kind
 from app.query.llm import LLMQueryParser
 from app.query.metrics import record_parse
 from app.query.offline import OfflineQueryParser
@@ -86,6 +86,10 @@ class QueryUnderstanding:
         on the catalog's words and the products `shown` (app/query/kind.py)."""
         speller = self.words.warm() if self.words is not None else None
         return self.kinds.not_carried(text, speller, shown, self.vocabulary.peek() or ())
+
+    def kind_of(self, name: str) -> str | None:
+        """The kind of product `name` names, by the catalog's words (app/query/kind.py)."""
+        return product_kind(name, self.words.warm() if self.words is not None else None)
 
     def views(self) -> list[StoreView[Any]]:
         """What it reads from the store (a model switch points them at the new index)."""

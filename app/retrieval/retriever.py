@@ -30,7 +30,7 @@ from app.embedding.model import Vectors
 from app.ranking import Ranker
 from app.retrieval.popularity import popularity
 from app.retrieval.types import RetrievedProduct
-from app.store.base import ProductHit, SearchFilter, VectorStore
+from app.store.base import NAME_FIELD, ProductHit, SearchFilter, VectorStore
 from app.store.hybrid import FusionSpec, RetrievalMode, SparseVec, query_sparse
 
 logger = logging.getLogger(__name__)
@@ -255,6 +255,19 @@ class Retriever:
             return [to_retrieved(h) for h in hits]
         found = {h.product_id: to_retrieved(h) for h in hits}
         return [found[i] for i in ids if i in found]
+
+    def product_name(self, product_id: int) -> str | None:
+        """The product's name as the index holds it; None when it is not in the index
+        (blocking).
+
+        Raises:
+            StoreError: the vector store failed.
+        """
+        for chunk in self.store.chunks_for_products([product_id]):
+            name = chunk.payload.get(NAME_FIELD)
+            if isinstance(name, str):
+                return name
+        return None
 
     def similar(
         self,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.query.kind import KindReader
+from app.query.kind import KindReader, product_kind, same_kind_first
 from app.query.phrasebook import load_phrasebook
-from app.query.spelling import Speller, catalog_word_counts
+from app.query.spelling import Speller, catalog_word_counts, name_ends
 from app.retrieval.types import RetrievedProduct
 
 READER = KindReader(load_phrasebook())
@@ -96,3 +96,20 @@ def test_without_the_catalogs_words_or_products_nothing_is_judged() -> None:
     assert READER.not_carried("a camping stove", None, [TENT]) is None
     assert READER.not_carried("a camping stove", Speller({}, DICTIONARY), [TENT]) is None
     assert READER.not_carried("a camping stove", SPELLER, []) is None
+
+
+def test_a_products_kind_is_its_names_last_word_when_the_catalog_makes_it_one() -> None:
+    names = [*NAMES, "Ridgeback Trekking Tent"]  # three names end with "tent" (MIN_COUNT)
+    ends = Speller(catalog_word_counts(names), DICTIONARY, name_ends(names))
+    assert product_kind("Pinecrest 4-Person Camping Tent", ends) == "tent"
+    assert product_kind("Brumm Wireless Headphones", ends) is None  # one name ends so
+    assert product_kind("Pinecrest 4-Person Camping Tent", None) is None
+
+
+def test_the_same_kind_comes_first_each_group_in_its_order() -> None:
+    def p(pid: int, name: str) -> RetrievedProduct:
+        return RetrievedProduct(pid, name, None, None, None, 1 - pid / 10)
+
+    nearest = [p(1, "A Headlamp"), p(2, "B Tent"), p(3, "C Sleeping Bag"), p(4, "D Tents")]
+    assert [x.id for x in same_kind_first(nearest, "tent")] == [2, 4, 1, 3]
+    assert same_kind_first(nearest, None) == nearest

@@ -1,4 +1,11 @@
-"""GET /products/{id}/similar: products like this one, the recommender's second question."""
+"""GET /products/{id}/similar: products like this one, the recommender's second question.
+
+The nearest products by their own chunks mix kinds (a tent's nearest are tents, headlamps
+and sleeping bags, in turns); a shopper on a tent's page asking for similar products
+wants tents first. So the products of the same kind (its name's last word, when the
+catalog's names make that a kind: app/query/kind.py) come first among SIMILAR_CANDIDATES
+times as many nearest, then the others, each in order of nearness.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,18 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query, status
 from pydantic import ValidationError
 
-from app.api.deps import RetrievalGateDep, RetrieverDep, SettingsDep, run_retrieval
+from app.api.deps import (
+    RetrievalGateDep,
+    RetrieverDep,
+    SettingsDep,
+    UnderstandingDep,
+    run_retrieval,
+)
 from app.api.schemas import ErrorResponse, ProductOut, RecommendFilters, SimilarResponse
+from app.query.kind import same_kind_first
+from app.retrieval import Retriever
+from app.retrieval.types import RetrievedProduct
+from app.store import SearchFilter
 
 logger = logging.getLogger(__name__)
 
@@ -18,6 +35,8 @@ router = APIRouter(prefix="/products", tags=["products"])
 _ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": ErrorResponse} for code in (404, 422, 503)
 }
+# Nearest products read per product answered, so the same kind can come first.
+SIMILAR_CANDIDATES = 3
 
 
 @router.get("/{product_id}/similar", response_model=SimilarResponse, responses=_ERRORS)
@@ -27,12 +46,14 @@ async def similar(
     retriever: RetrieverDep,
     settings: SettingsDep,
     gate: RetrievalGateDep,
+    understanding: UnderstandingDep,
     top_k: Annotated[int | None, Query(ge=1)] = None,
     category: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     min_price: Annotated[float | None, Query(ge=0)] = None,
     max_price: Annotated[float | None, Query(ge=0)] = None,
 ) -> SimilarResponse:
-    """Products closest to this one (its own chunks as the example), itself excluded."""
+    """Products closest to this one (its own chunks as the example), itself excluded, those
+    of its kind first."""
     if top_k is not None and top_k > settings.max_top_k:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT,
@@ -42,9 +63,24 @@ async def similar(
         filters = RecommendFilters(category=category, min_price=min_price, max_price=max_price)
     except ValidationError as e:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, e.errors()[0]["msg"]) from e
-    products = await run_retrieval(
-        gate, "similar products", retriever.similar, product_id, top_k, filters.to_search_filter()
+    wanted = top_k or settings.vector_search_top_k
+    flt = filters.to_search_filter()
+    found = await run_retrieval(
+        gate, "similar products", _nearest, retriever, product_id, wanted, flt
     )
-    if products is None:
+    if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"product {product_id} is not in the index")
-    return SimilarResponse(product_id=product_id, products=[ProductOut.of(p) for p in products])
+    name, products = found
+    kind = understanding.kind_of(name)
+    ordered = same_kind_first(products, kind)[:wanted]
+    return SimilarResponse(product_id=product_id, products=[ProductOut.of(p) for p in ordered])
+
+
+def _nearest(
+    retriever: Retriever, product_id: int, top_k: int, flt: SearchFilter | None
+) -> tuple[str, list[RetrievedProduct]] | None:
+    """The product's name and its SIMILAR_CANDIDATES x `top_k` nearest products; None when
+    it is not in the index (blocking)."""
+    products = retriever.similar(product_id, top_k * SIMILAR_CANDIDATES, flt)
+    name = retriever.product_name(product_id) if products is not None else None
+    return None if products is None or name is None else (name, products)
