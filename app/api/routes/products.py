@@ -23,6 +23,7 @@ from app.api.deps import (
     run_retrieval,
 )
 from app.api.schemas import ErrorResponse, ProductOut, RecommendFilters, SimilarResponse
+from app.query import QueryUnderstanding
 from app.query.kind import same_kind_first
 from app.retrieval import Retriever
 from app.retrieval.types import RetrievedProduct
@@ -64,23 +65,32 @@ async def similar(
     except ValidationError as e:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, e.errors()[0]["msg"]) from e
     wanted = top_k or settings.vector_search_top_k
-    flt = filters.to_search_filter()
     found = await run_retrieval(
-        gate, "similar products", _nearest, retriever, product_id, wanted, flt
+        gate,
+        "similar products",
+        _nearest,
+        retriever,
+        understanding,
+        product_id,
+        wanted,
+        filters.to_search_filter(),
     )
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"product {product_id} is not in the index")
-    name, products = found
-    kind = understanding.kind_of(name)
-    ordered = same_kind_first(products, kind)[:wanted]
-    return SimilarResponse(product_id=product_id, products=[ProductOut.of(p) for p in ordered])
+    return SimilarResponse(product_id=product_id, products=[ProductOut.of(p) for p in found])
 
 
 def _nearest(
-    retriever: Retriever, product_id: int, top_k: int, flt: SearchFilter | None
-) -> tuple[str, list[RetrievedProduct]] | None:
-    """The product's name and its SIMILAR_CANDIDATES x `top_k` nearest products; None when
-    it is not in the index (blocking)."""
-    products = retriever.similar(product_id, top_k * SIMILAR_CANDIDATES, flt)
-    name = retriever.product_name(product_id) if products is not None else None
-    return None if products is None or name is None else (name, products)
+    retriever: Retriever,
+    understanding: QueryUnderstanding,
+    product_id: int,
+    top_k: int,
+    flt: SearchFilter | None,
+) -> list[RetrievedProduct] | None:
+    """Its `top_k` nearest products, its kind first; None when it is not in the index
+    (blocking). Without a kind (a name ending "… in White"), no more than `top_k` are read."""
+    name = retriever.product_name(product_id)
+    kind = understanding.kind_of(name) if name is not None else None
+    wanted = top_k * SIMILAR_CANDIDATES if kind is not None else top_k
+    products = retriever.similar(product_id, wanted, flt)
+    return None if products is None else same_kind_first(products, kind)[:top_k]
