@@ -79,7 +79,9 @@ def test_hung_llm_opens_the_breaker_then_answers_fast_and_closes_after_recovery(
         assert elapsed >= DEADLINE  # waited out the deadline, then answered: never hung
     assert breaker_state(client) == "open"
     calls_when_opened = len(openai_stub.requests)
-    assert calls_when_opened == FAILURES_TO_OPEN
+    # At most one call per answer. Fewer reach the stub when the machine is loaded enough
+    # that a call's deadline passes before the stub has read it (CI saw 2 of 3).
+    assert 1 <= calls_when_opened <= FAILURES_TO_OPEN
 
     # Open: 100 requests from 4 clients; a probe due meanwhile runs in the background.
     # Nobody waits on the LLM: every answer is counted as skipped (no call was made for it).
