@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"[^\W_]+")
+# Where a phrase a shopper wrote ends: "not over-ear, for running", "a kettle (glass)".
+CLAUSE_BREAK = re.compile(r"[,;:.!?()/]")
 
 # A shorter word ending in "s" ("gas", "bus") is not read as a plural.
 PLURAL_FROM = 4

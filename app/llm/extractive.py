@@ -7,7 +7,7 @@ fallback whenever the LLM fails or gives an answer that cannot be trusted.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 
 from app.llm.grounding import unknown_references
 from app.llm.types import AnswerPart, DegradedReason, Question, Recommendation
@@ -203,25 +203,25 @@ def _best_sentence(
     """
     query_words = _words(query)
     best: tuple[int, str] | None = None
-    for chunk in chunks:
-        for sentence in _SENTENCE_END.split(" ".join(chunk.split())):
-            if not sentence or unknown_references(sentence, allowed_ids):
-                continue
-            overlap = _overlap(query_words, _words(sentence))
-            if best is None or overlap > best[0]:
-                best = (overlap, sentence)
+    for sentence in _sentences(chunks, allowed_ids):
+        overlap = _overlap(query_words, _words(sentence))
+        if best is None or overlap > best[0]:
+            best = (overlap, sentence)
     return None if best is None or best[0] < min_overlap else _shorten(best[1])
 
 
 def _excerpt(chunks: Sequence[str], allowed_ids: list[int]) -> str | None:
     """The chunks' sentences that name no other product, up to MAX_ABOUT_CHARS."""
-    sentences = [
-        s
-        for chunk in chunks
-        for s in _SENTENCE_END.split(" ".join(chunk.split()))
-        if s and not unknown_references(s, allowed_ids)
-    ]
+    sentences = list(_sentences(chunks, allowed_ids))
     return _shorten(" ".join(sentences), MAX_ABOUT_CHARS) if sentences else None
+
+
+def _sentences(chunks: Sequence[str], allowed_ids: list[int]) -> Iterator[str]:
+    """The chunks' sentences, except those naming a product outside `allowed_ids`."""
+    for chunk in chunks:
+        for sentence in _SENTENCE_END.split(" ".join(chunk.split())):
+            if sentence and not unknown_references(sentence, allowed_ids):
+                yield sentence
 
 
 def _overlap(query_words: set[str], sentence_words: set[str]) -> int:

@@ -25,12 +25,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Sequence
 
-from app.core.words import plain_forms, split_words
+from app.core.words import CLAUSE_BREAK, plain_forms, split_words
 from app.query.phrasebook import Phrasebook
 from app.query.spelling import Speller
 from app.retrieval.types import RetrievedProduct
 
-_CLAUSE_END = re.compile(r"[,;:.!?()/]")
 # A quality, not a kind, ends this way: "topped", "partially" (not "bed" or "shed").
 _PARTICIPLE_OR_ADVERB = re.compile(r"^\w{3,}(?:ed|ly)$")
 # Before any kind is named, these start a purpose or a recipient ("something to cook on",
@@ -102,7 +101,7 @@ class KindReader:
         aside ("got any stoves?"; not "any in canvas", which qualifies)."""
         words: list[str] = []
         skipped = ""
-        for clause in _CLAUSE_END.split(text):
+        for clause in CLAUSE_BREAK.split(text):
             for word in split_words(clause):
                 if word in self._stop:
                     if words:

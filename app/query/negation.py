@@ -22,7 +22,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.core.words import plain_forms, split_words
+from app.core.words import CLAUSE_BREAK, plain_forms, split_words
 from app.query.brands import Span, overlaps
 from app.query.phrasebook import Phrasebook, alternation
 from app.query.spelling import MIN_COUNT, Speller
@@ -31,7 +31,6 @@ from app.query.types import Constraint
 # Longer runs after a negation are a sentence, not a thing to rule out: left as typed.
 MAX_WORDS = 4
 _TOKEN = re.compile(r"[^\W_][\w'-]*")
-_BREAK = re.compile(r"[,;:.!?()/]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +109,7 @@ class NegationReader:
         last = cue.end()
         for token in _TOKEN.finditer(query, cue.end()):
             low = token.group(0).lower()
-            if _BREAK.search(query[last : token.start()]) or overlaps(taken, *token.span()):
+            if CLAUSE_BREAK.search(query[last : token.start()]) or overlaps(taken, *token.span()):
                 break
             if not words and low in self._determiners:
                 last = token.end()

@@ -15,7 +15,7 @@ from app.query.llm import LLMQueryParser
 from app.query.metrics import record_parse
 from app.query.offline import OfflineQueryParser
 from app.query.phrasebook import load_phrasebook
-from app.query.spelling import CatalogWords
+from app.query.spelling import CatalogWords, Speller
 from app.query.store_view import StoreView
 from app.query.turn import ConversationState, Turn
 from app.query.types import ParsedQuery
@@ -60,7 +60,7 @@ class QueryUnderstanding:
         categories = self.vocabulary.peek()
         if categories is None:
             categories = await asyncio.to_thread(self.vocabulary.get)
-        speller = self.words.warm() if self.words is not None else None
+        speller = self._speller()
         brands = await _vocabulary(self.brands) if self.brands is not None else frozenset()
         parsed = self.offline.parse(query, categories, speller, brands)
         if self.llm is None:
@@ -78,18 +78,22 @@ class QueryUnderstanding:
             return Turn(parsed)
         categories = await _vocabulary(self.vocabulary)
         brands = await _vocabulary(self.brands) if self.brands is not None else frozenset()
-        speller = self.words.warm() if self.words is not None else None
+        speller = self._speller()
         return self.followups.read(parsed, state, brands, categories, speller)
 
     def not_carried(self, text: str, shown: Sequence[RetrievedProduct]) -> str | None:
         """The kind of product `text` asks for when the shop has nothing called that, judged
         on the catalog's words and the products `shown` (app/query/kind.py)."""
-        speller = self.words.warm() if self.words is not None else None
+        speller = self._speller()
         return self.kinds.not_carried(text, speller, shown, self.vocabulary.peek() or ())
 
     def kind_of(self, name: str) -> str | None:
         """The kind of product `name` names, by the catalog's words (app/query/kind.py)."""
-        return product_kind(name, self.words.warm() if self.words is not None else None)
+        return product_kind(name, self._speller())
+
+    def _speller(self) -> Speller | None:
+        # Never waits: None (or an empty speller) until the first background read is done.
+        return self.words.warm() if self.words is not None else None
 
     def views(self) -> list[StoreView[Any]]:
         """What it reads from the store (a model switch points them at the new index)."""

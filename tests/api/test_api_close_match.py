@@ -12,13 +12,13 @@ hold ("a blender"), the answer names what the shop lacks.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.demo_index import demo_client_fixture, demo_shard_fixture  # noqa: F401
+from tests.synctools import wait_for
 
 NOTICE = "Nothing in the catalog closely matches your request"
 LACKS = 'The shop has nothing called "{}"; these are the closest products.'
@@ -36,10 +36,12 @@ def _ask(client: httpx.Client, query: str) -> dict[str, Any]:
 
 def _judged(client: httpx.Client, query: str) -> dict[str, Any]:
     """The answer once the catalog's words are read (a kind the shop lacks named)."""
-    deadline = time.monotonic() + WORDS_READ_WITHIN
-    while (answer := _ask(client, query))["not_carried"] is None:
-        assert time.monotonic() < deadline, f"nothing named for {query!r}"
-        time.sleep(0.2)
+
+    def named() -> dict[str, Any] | None:
+        answer = _ask(client, query)
+        return answer if answer["not_carried"] is not None else None
+
+    answer: dict[str, Any] = wait_for(f"a kind named for {query!r}", named, WORDS_READ_WITHIN)
     return answer
 
 

@@ -28,6 +28,7 @@ from app.query.types import Constraint
 from tests.demo_index import write_shard
 from tests.live_server import ServerThread
 from tests.openai_stub import OpenAIStub
+from tests.synctools import wait_for
 
 SECRET = "test-conversation-secret-0123456789"
 TTL = 600.0
@@ -150,10 +151,11 @@ def test_the_llm_is_told_what_a_follow_up_refines(
 def test_the_llm_is_told_what_the_shop_lacks(client: httpx.Client, openai_stub: OpenAIStub) -> None:
     # The catalog's words are read in the background after the start: until then, no kind
     # is judged.
-    deadline = time.monotonic() + 30
-    while (answer := ask(client, "an electric stove for the kitchen"))["not_carried"] is None:
-        assert time.monotonic() < deadline, "the shop's lack of a stove was never named"
-        time.sleep(0.2)
+    def named() -> dict[str, Any] | None:
+        answer = ask(client, "an electric stove for the kitchen")
+        return answer if answer["not_carried"] is not None else None
+
+    answer: dict[str, Any] = wait_for("the shop's lack of a stove named", named, 30)
     assert answer["generator"] == "openai" and not answer["degraded"]
     asked = openai_stub.requests[-1].message("user")
     assert (

@@ -9,13 +9,13 @@ together; they stay so).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.demo_index import DemoShard, demo_client_fixture, demo_shard_fixture  # noqa: F401
+from tests.synctools import wait_for
 
 # The catalog's words (which make "headlamp" a kind) are read in the background after the
 # start; until then the nearest come in their order.
@@ -33,14 +33,14 @@ def test_the_same_kind_comes_first(
     same = [p for p in demo_shard.products if _kind(p.name) == kind]
     product, others = same[0], {p.id for p in same[1:]}
     assert others, "the shard holds more than one of the kind"
-    deadline = time.monotonic() + WORDS_READ_WITHIN
-    while True:
+
+    def similar() -> list[dict[str, Any]] | None:
         r = demo_client.get(f"/products/{product.id}/similar", params={"top_k": len(others)})
         assert r.status_code == 200, r.text
-        found: list[dict[str, Any]] = r.json()["products"]
-        if {p["id"] for p in found} == others or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+        got: list[dict[str, Any]] = r.json()["products"]
+        return got if {p["id"] for p in got} == others else None
+
+    found: list[dict[str, Any]] = wait_for(f"the {kind}s first", similar, WORDS_READ_WITHIN)
     assert [_kind(p["name"]) for p in found] == [kind] * len(others), found
     # The rest follow, nearest first: with room for more, other kinds come after.
     more = demo_client.get(f"/products/{product.id}/similar", params={"top_k": len(others) + 3})
