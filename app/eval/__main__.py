@@ -182,6 +182,10 @@ def _print(report: EvalReport, per_query: bool) -> None:
         )
 
 
+# How many flagged queries are printed under each count (the first ones, in query order).
+FLAGGED_SHOWN = 10
+
+
 def _print_recommend(report: RecommendReport, retriever: Retriever) -> None:
     cut = (
         f"P(relevant) < {retriever.min_probability:g}"
@@ -200,6 +204,17 @@ def _print_recommend(report: RecommendReport, retriever: Retriever) -> None:
             f"  at P(relevant) < {t:.2f}: relevant removed {e.relevant_share:.1%}, "
             f"irrelevant removed {e.irrelevant_share:.1%}"
         )
+    queries = len(report.per_query)
+    for label, flagged in (
+        ('"nothing called"', report.not_carried),
+        ('"nothing close"', report.no_close_match),
+    ):
+        print(
+            f"answers saying {label}: {len(flagged.queries)} of {queries} queries, "
+            f"{flagged.relevant_shown} of them showing a judged-relevant product"
+        )
+        for query, said in flagged.queries[:FLAGGED_SHOWN]:
+            print(f"  {query!r}" + (f" ({said})" if said != "nothing close" else ""))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,9 @@ one, or the learned ranker's when the retriever has one) and the relevance cut. 
 ranking is scored with the cut off (a top-`depth` list, condensed nDCG@k, as the
 baselines are measured); the cut is judged apart on a top-k request: the share of the
 judged-relevant and of the judged-irrelevant products in the uncut top k that the cut
-removes.
+removes. The answers' own words are counted too: how many say the shop has nothing called
+what was asked for (`not_carried`), or nothing close (`no_close_match`), and how many of
+those show a product judged relevant all the same (what the words would get wrong).
 
 Relevant means a grade of at least half the set's top grade (app.learn.ranker explains
 the choice for both dev sets); the demo set's 0-3 grades read the same way.
@@ -25,6 +27,7 @@ from app.eval.data import EvalQuery
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.parallel import each_query
 from app.query import OfflineQueryParser, plan_filters
+from app.query.kind import KindReader
 from app.query.search import constrained_retrieve
 from app.query.spelling import Speller
 from app.retrieval import Retriever
@@ -56,6 +59,18 @@ class CutEffect:
         return self.irrelevant_removed / self.irrelevant if self.irrelevant else 0.0
 
 
+@dataclass
+class Flagged:
+    """Answers that carry one notice, and those among them showing a judged-relevant product."""
+
+    queries: list[tuple[str, str]] = field(default_factory=list)  # (query, what was said)
+    relevant_shown: int = 0
+
+    def add(self, query: str, said: str, relevant_shown: bool) -> None:
+        self.queries.append((query, said))
+        self.relevant_shown += relevant_shown
+
+
 # With a ranker, the cut at these RANKER_MIN_PROBABILITY values too (read off the uncut
 # list's probabilities: no extra searches), to choose the setting.
 PROBABILITY_GRID = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
@@ -69,6 +84,8 @@ class RecommendReport:
     cut: CutEffect = field(default_factory=CutEffect)
     # min probability -> the cut's effect there (with a ranker only)
     grid: dict[float, CutEffect] = field(default_factory=dict)
+    not_carried: Flagged = field(default_factory=Flagged)
+    no_close_match: Flagged = field(default_factory=Flagged)
     seconds: float = 0.0
 
     @property
@@ -85,6 +102,15 @@ def _count(effect: CutEffect, relevant: bool, removed: bool) -> None:
         effect.irrelevant_removed += removed
 
 
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    ranked: list[RetrievedProduct]  # the ranking with the cut off, `depth` deep
+    uncut: list[RetrievedProduct]  # its top k
+    kept: list[RetrievedProduct]  # what the answer shows: the top k the cut keeps
+    not_carried: str | None
+    no_close_match: bool
+
+
 def evaluate_recommend(
     queries: Sequence[EvalQuery],
     qrels: Mapping[str, Mapping[int, float]],
@@ -98,23 +124,32 @@ def evaluate_recommend(
     """Condensed nDCG@k of the `/recommend` ranking (cut off) and the cut's effect."""
     report = RecommendReport(k=k, depth=depth)
     parser = OfflineQueryParser()
+    kinds = KindReader(parser.book)
     relevant = relevant_grade(qrels)
     started = time.perf_counter()
     judged = [(q, qrels[q.qid]) for q in queries if qrels.get(q.qid)]
 
-    def shown(query: EvalQuery) -> tuple[list[RetrievedProduct], list[RetrievedProduct], set[int]]:
-        """The ranking with the cut off, its top k, and the ids the cut keeps of those."""
+    def shown(query: EvalQuery) -> _Shown:
         parsed = parser.parse(query.query, categories, speller)
         plan = plan_filters(parsed, None)
         text = parsed.search_text
         ranked = constrained_retrieve(retriever, text, depth, plan, margin=math.inf).products
         uncut = constrained_retrieve(retriever, text, k, plan, margin=math.inf).products
-        kept = {p.id for p in constrained_retrieve(retriever, text, k, plan).products}
-        return ranked, uncut, kept
+        answer = constrained_retrieve(retriever, text, k, plan)
+        # As the route words it (app.api.routes.recommend): on the products it shows.
+        missing = kinds.not_carried(text, speller, answer.products, categories)
+        return _Shown(ranked, uncut, answer.products, missing, answer.no_close_match)
 
     searched = zip(judged, each_query(shown, [q for q, _ in judged]), strict=True)
-    for n, ((q, grades), (ranked, uncut, kept)) in enumerate(searched, start=1):
+    for n, ((q, grades), got) in enumerate(searched, start=1):
+        ranked, uncut = got.ranked, got.uncut
+        kept = {p.id for p in got.kept}
         report.per_query[q.qid] = condensed_ndcg_at_k([p.id for p in ranked], grades, k)
+        relevant_shown = any(grades.get(i, 0.0) >= relevant for i in kept)
+        if got.not_carried is not None:
+            report.not_carried.add(q.query, got.not_carried, relevant_shown)
+        if got.no_close_match:
+            report.no_close_match.add(q.query, "nothing close", relevant_shown)
         for p in uncut:
             grade = grades.get(p.id)
             if grade is None:

@@ -75,6 +75,13 @@ def test_eval_on_the_demo_set_hybrid_is_no_worse_than_dense(
     # eval's vector cache and one fused-score tie flipped. A real loss would be >= 0.01.
     as_written = float(understood["nDCG@10 as written"])
     assert float(understood["nDCG@10 understood"]) >= as_written - 1e-3
+    # The answers' own words on the 30 judged queries, each with products judged relevant:
+    # none says "nothing close"; one says "nothing called" (the demo sells dumbbells, no
+    # product called "weights"; measured 2026-11-30).
+    said = [line for line in printed if line.startswith("answers saying")]
+    assert said[0].startswith('answers saying "nothing called": 1 of 30 queries')
+    assert "  'weights for a home gym with little space' (weights)" in printed
+    assert said[1].startswith('answers saying "nothing close": 0 of 30 queries')
     # The labelled constraint set: parse accuracy, and no product outside a stated budget.
     assert report["constraint queries"] == "74"
     right, total = report["parse accuracy"].split("(")[1].rstrip(")").split("/")
