@@ -216,6 +216,12 @@ class Retriever:
             q.sparse = query_sparse(q.text)
         vector = q.dense if mode != "sparse" else None
         sparse = q.sparse if mode != "dense" else None
+        if vector is not None and sparse is not None and filters is not None and filters.category:
+            # Inside a category its own name tells its products apart only by whether their
+            # text happens to repeat it: "a book about space" put the novel whose blurb says
+            # "the first book in a trilogy" above the night-sky guides. (Hybrid only: alone,
+            # BM25 would have nothing left to rank "books" by.)
+            sparse = sparse.without(query_sparse(filters.category).words)
         if sparse is not None and not sparse.indices:
             # No term survives (only stopwords/punctuation): BM25 has nothing to add.
             sparse = None

@@ -106,6 +106,11 @@ class SparseVec:
     # are no lexical match (app.store.core, relevance fusion). Empty for a document.
     numbers: frozenset[int] = frozenset()
 
+    def without(self, terms: frozenset[int]) -> SparseVec:
+        """The vector with `terms` left out."""
+        kept = [(i, v) for i, v in zip(self.indices, self.values, strict=True) if i not in terms]
+        return SparseVec([i for i, _ in kept], [v for _, v in kept], self.numbers - terms)
+
     @property
     def words(self) -> frozenset[int]:
         """The terms that are not numbers."""

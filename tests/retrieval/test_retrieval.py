@@ -134,3 +134,36 @@ def test_a_request_that_searches_twice_embeds_its_query_once(embedder: Any) -> N
     outcome = constrained_retrieve(retriever, "headphones for swimming", 2, plan)
     assert outcome.nearest and {p.id for p in outcome.products} == {1, 3}
     assert encoder.texts == ["headphones for swimming"]
+
+
+def test_inside_a_category_its_own_name_is_no_word_match(embedder: Any) -> None:
+    """The demo's "a book about space" (books heard as the category): "the first book in a
+    trilogy" made a historical novel the query's best BM25 match, worth the whole lexical
+    weight over the night-sky guide, for a word every product in the filter is."""
+
+    def book(pid: int, name: str, text: str) -> Product:
+        return Product(pid, 1, name, text, "books", "Blue Lantern Books", 20.0)
+
+    novel = "A richly imagined story about family. The first book in a trilogy."
+    guide = "A pocket field guide to the stars, planets and constellations."
+    catalog = [
+        book(1, "Drift Plus Historical Novel", novel),
+        book(2, "Ember 3 Night Sky Field Guide", guide),
+        *_products(),
+    ]
+    settings = Settings(qdrant_path=":memory:", max_chunk_tokens=64, chunk_overlap_tokens=8)
+    store = build_chunk_index(catalog, settings, embedder)
+    retriever = Retriever(embedder, store, settings)
+    books = SearchFilter(category="books")
+    query = "a book about space"
+    hits = {h.product_id: h for h in retriever.candidates(query, 2, books)}
+    assert set(hits) == {1, 2}
+    assert all(h.signals is not None and h.signals.bm25 == 0 for h in hits.values())
+    assert hits[2].score > hits[1].score
+    # Without the filter the word still counts: there it tells a book from the rest.
+    anywhere = {h.product_id: h for h in retriever.candidates(query, 6)}
+    assert anywhere[1].signals is not None and anywhere[1].signals.bm25_share == 1.0
+    assert anywhere[1].score > anywhere[2].score
+    # The name is no stopword to the other words: "trilogy" still matches.
+    (first,) = retriever.candidates("a trilogy book", 1, books)
+    assert first.product_id == 1 and first.signals is not None and first.signals.bm25 > 0
