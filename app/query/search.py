@@ -148,9 +148,9 @@ def constrained_retrieve(
     relevance is below RANKER_MIN_PROBABILITY (`relevance_cut`; math.inf: no cut). When
     fewer than `top_k` fit a hard price bound, the closest relevant products outside it
     come in `closest_outside` (all of them the products, `nearest`, when none fits),
-    flagged `outside_filters`; the best of those also raises the bar for the matches, so
-    a cheap unrelated product does not pass as a match only because nothing relevant is
-    that cheap.
+    flagged `outside_filters`. Under a price bound the best match outside it sets the bar
+    too (a second search), so a cheap unrelated product does not pass as a match only
+    because nothing relevant is that cheap.
 
     Raises:
         StoreError: the vector store failed.
@@ -164,8 +164,16 @@ def constrained_retrieve(
     reorders = plan.prefer_low_price or plan.prefer_popular
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
+    beyond = replace(flt, outside_price=True)
     found = retriever.retrieve(query, wanted, flt, mode=mode)
     best = max((p.score for p in found), default=-math.inf)
+    outside: list[RetrievedProduct] | None = None
+    if plan.has_price_bounds and _cut_by_distance(retriever, cut):
+        # The best match inside or outside the bounds sets the bar for both, whether or not
+        # enough fit: "espresso machine under 100" showed travel pillows ("machine
+        # washable") as matches, the best of what fits while no espresso machine did.
+        outside = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, beyond, mode=mode)
+        best = max([best, *(p.score for p in outside)])
     matches = with_popularity_prior(
         relevance_cut(retriever, found, best, cut), retriever.popularity_weight
     )
@@ -178,14 +186,11 @@ def constrained_retrieve(
         return SearchOutcome(matches, no_close_match=_far(retriever, best, matches))
     # Few fit the price bounds: the relevant products outside them (the category and the
     # brands still hold), closest first, never presented as if they fitted (the caller
-    # labels them). Asked only now, on a server too: sent with the first search, this one
-    # cost more than the round trip it saved (BENCHMARKS.md, "Edge shard against a Qdrant
-    # server").
-    beyond = replace(flt, outside_price=True)
-    outside = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, beyond, mode=mode)
-    # The best match inside or outside the bounds sets the bar for both.
-    best = max([best, *(p.score for p in outside)])
-    matches = relevance_cut(retriever, matches, best, cut)
+    # labels them).
+    if outside is None:
+        outside = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, beyond, mode=mode)
+        best = max([best, *(p.score for p in outside)])
+        matches = relevance_cut(retriever, matches, best, cut)
     outside = relevance_cut(retriever, outside, best, cut)
     closest = nudge_by_cost(outside, log_outside(flt))[: top_k - len(matches)]
     offered = [replace(p, outside_filters=True) for p in closest]
@@ -202,6 +207,12 @@ def constrained_retrieve(
     return SearchOutcome(
         matches, closest_outside=offered, no_close_match=_far(retriever, best, matches)
     )
+
+
+def _cut_by_distance(retriever: Retriever, margin: float) -> bool:
+    """Whether the cut is a distance from the best match (not a ranker's probability, and
+    not switched off): then the best match outside a price bound matters to it."""
+    return not retriever.ranks_by_probability and not math.isinf(margin)
 
 
 def _far(retriever: Retriever, best: float, shown: Sequence[RetrievedProduct]) -> bool:

@@ -63,6 +63,9 @@ KEY_FIELDS = [GROUP_FIELD, COUNT_FIELD]
 # The payload fields a search returns with each chunk: grouping, the chunk's text and the
 # product-level fields an answer shows or a ranker reads (not the sync's bookkeeping).
 SEARCH_FIELDS = [*KEY_FIELDS, "text", *PAYLOAD_COLUMNS]
+# The catalog's best BM25 chunks read to find its best word match (a number-only match
+# aside) when a search is filtered.
+NORMALISER_DEPTH = 5
 # Chunks assumed for a product stored without its chunk count (before the field existed).
 UNKNOWN_CHUNK_COUNT = 16
 # How many of a product's own chunk vectors seed a "similar products" recommend query.
@@ -120,6 +123,15 @@ def _products_holding(points: Sequence[Any], terms: frozenset[int]) -> set[Any]:
                 held.add(payload.get(GROUP_FIELD))
                 break
     return held
+
+
+def _best_word_match(points: Sequence[Any], word_terms: frozenset[int] | None) -> float:
+    """The best BM25 score among `points` (best first) that is a word match: one holding a
+    query term that is no number, when the query has both (see `_relevance_search`)."""
+    if word_terms is not None:
+        worded = _products_holding(points, word_terms)
+        points = [p for p in points if (p.payload or {}).get(GROUP_FIELD) in worded]
+    return max((float(p.score) for p in points), default=0.0)
 
 
 class StoreCore(ABC):
@@ -379,7 +391,15 @@ class StoreCore(ABC):
         if not spec.feedback:
             lexical_first = [self._prefetch(lexical, f, words)]
             requests.append(self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS))
-        dense_points, lexical_points, *rescored = self._query_batch(requests)
+        if f is not None:
+            # The best word match of the whole catalog, what a share is of: under "under $80"
+            # a waterproof headlamp was the best match of "waterproof hiking backpack" and
+            # got the whole lexical weight (docs/decisions/relevance-fusion.md).
+            anywhere = SEARCH_FIELDS if word_terms is not None else KEY_FIELDS
+            requests.append(self._request(NORMALISER_DEPTH, lexical, None, payload=anywhere))
+        dense_points, lexical_points, *more = self._query_batch(requests)
+        rescored = more[:1] if not spec.feedback else []
+        lexical_best = _best_word_match(more[-1], word_terms) if f is not None else 0.0
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         if word_terms is not None and rescored:
             # The BM25 branch's chunks again, with their text (feedback has none: no check).
@@ -407,7 +427,13 @@ class StoreCore(ABC):
         if missing:
             known = rescored[0] if rescored else []
             by_cosine += self._cosine_of(missing, known, cosine, flt, chunks_per_product)
-        best = fuse_products(by_cosine, by_words, spec.lexical_weight, dense_found=dense_found)
+        best = fuse_products(
+            by_cosine,
+            by_words,
+            spec.lexical_weight,
+            dense_found=dense_found,
+            lexical_best=lexical_best,
+        )
         if spec.min_cosine is not None:
             # Before the page is cut: a product below the floor leaves room for the next.
             best = [h for h in best if h.signals is None or h.signals.cosine >= spec.min_cosine]

@@ -24,6 +24,7 @@ def fuse_products(
     lexical_weight: float,
     *,
     dense_found: int | None = None,
+    lexical_best: float = 0.0,
 ) -> list[ProductHit]:
     """Products of both branches, best relevance first, each with its `BranchSignals`.
 
@@ -35,13 +36,17 @@ def fuse_products(
         lexical_weight: what the best BM25 match adds to a cosine similarity.
         dense_found: how many of `dense` the dense branch found itself (the rest were
             scored apart for BM25's sake); default all.
+        lexical_best: the best BM25 score of the whole catalog when `lexical` was
+            filtered: a share is of the best word match anywhere, so a filter that leaves
+            out the products that mean the words does not lift the rest.
 
     Returns:
         The dense branch's products (their chunks, best first by cosine) with the fused
         score; a BM25 product the dense branch lacks is dropped.
     """
     found = len(dense) if dense_found is None else dense_found
-    best = max((h.score for h in lexical), default=0.0)
+    best = max((h.score for h in lexical), default=lexical_best)
+    best = max(best, lexical_best)
     by_words = {h.product_id: (rank, h.score) for rank, h in enumerate(lexical, start=1)}
     fused = []
     for rank, h in enumerate(dense, start=1):

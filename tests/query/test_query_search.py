@@ -123,3 +123,41 @@ def test_an_impossible_budget_gives_labelled_nearest_matches(search: Pipeline) -
     # Relevant, and really outside the budget: the caller must label them.
     assert all("Shoes" in p.name for p in outcome.products)
     assert all(p.price is not None and p.price > 10.0 for p in outcome.products)
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        # Shown before as the matches: travel pillows whose covers are "machine washable",
+        # resistance bands and a blanket (each lifted by a share of the best word match
+        # under $100, not of the catalog's).
+        ("espresso machine under 100", "Espresso Machine"),
+        # The night-sky field guides, a travel pillow and building blocks: five fitted, so
+        # the best tent, above $50, never set the bar.
+        ("a tent under 50", "Tent"),
+    ],
+)
+def test_a_budget_no_product_of_the_kind_fits_offers_that_kind_outside_it(
+    search: Pipeline, query: str, kind: str
+) -> None:
+    """The best match outside the bounds sets the bar, however many products fit them."""
+    plan, outcome = search(query)
+    assert outcome.nearest, [p.name for p in outcome.products]
+    assert outcome.products and all(kind in p.name for p in outcome.products)
+    # Products fit the bound: the bar, not the filter, leaves them out.
+    parsed = asyncio.run(search.understanding.parse(query))
+    fitting = search.retriever.retrieve(parsed.search_text, 5, plan.search_filter)
+    assert fitting and not any(kind in p.name for p in fitting)
+
+
+def test_a_filter_does_not_lift_what_it_leaves_in(search: Pipeline) -> None:
+    """A product's score is the same under any filter that keeps it: a share of the best
+    word match in the whole catalog, not of the best the filter left."""
+    query = "waterproof hiking backpack"
+    cheap = SearchFilter(max_price=80.0)
+    under = {p.id: p.score for p in search.retriever.retrieve(query, 5, cheap)}
+    anywhere = {p.id: p.score for p in search.retriever.retrieve(query, 100)}
+    assert under and all(anywhere[i] == pytest.approx(s) for i, s in under.items())
+    # Measured before: a waterproof headlamp, the best word match under $80, scored 0.87
+    # against the best backpack's 1.01 (0.66 now).
+    assert max(under.values()) < max(anywhere.values()) - 0.2
