@@ -213,8 +213,8 @@ def _print_recommend(report: RecommendReport, retriever: Retriever) -> None:
             f"answers saying {label}: {len(flagged.queries)} of {queries} queries, "
             f"{flagged.relevant_shown} of them showing a judged-relevant product"
         )
-        for query, said in flagged.queries[:FLAGGED_SHOWN]:
-            print(f"  {query!r}" + (f" ({said})" if said != "nothing close" else ""))
+        for query, word in flagged.queries[:FLAGGED_SHOWN]:
+            print(f"  {query!r}" + (f" ({word})" if word else ""))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,11 +63,12 @@ class CutEffect:
 class Flagged:
     """Answers that carry one notice, and those among them showing a judged-relevant product."""
 
-    queries: list[tuple[str, str]] = field(default_factory=list)  # (query, what was said)
+    # (query, the word the notice names: not_carried's, or None)
+    queries: list[tuple[str, str | None]] = field(default_factory=list)
     relevant_shown: int = 0
 
-    def add(self, query: str, said: str, relevant_shown: bool) -> None:
-        self.queries.append((query, said))
+    def add(self, query: str, word: str | None, relevant_shown: bool) -> None:
+        self.queries.append((query, word))
         self.relevant_shown += relevant_shown
 
 
@@ -149,7 +150,7 @@ def evaluate_recommend(
         if got.not_carried is not None:
             report.not_carried.add(q.query, got.not_carried, relevant_shown)
         if got.no_close_match:
-            report.no_close_match.add(q.query, "nothing close", relevant_shown)
+            report.no_close_match.add(q.query, None, relevant_shown)
         for p in uncut:
             grade = grades.get(p.id)
             if grade is None:

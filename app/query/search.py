@@ -149,8 +149,8 @@ def constrained_retrieve(
     fewer than `top_k` fit a hard price bound, the closest relevant products outside it
     come in `closest_outside` (all of them the products, `nearest`, when none fits),
     flagged `outside_filters`. Under a price bound the best match outside it sets the bar
-    too (a second search), so a cheap unrelated product does not pass as a match only
-    because nothing relevant is that cheap.
+    too (a second search, in the first one's batch), so a cheap unrelated product does not
+    pass as a match only because nothing relevant is that cheap.
 
     Raises:
         StoreError: the vector store failed.
@@ -165,15 +165,17 @@ def constrained_retrieve(
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
     beyond = replace(flt, outside_price=True)
-    found = retriever.retrieve(query, wanted, flt, mode=mode)
-    best = max((p.score for p in found), default=-math.inf)
     outside: list[RetrievedProduct] | None = None
     if plan.has_price_bounds and _cut_by_distance(retriever, cut):
         # The best match inside or outside the bounds sets the bar for both, whether or not
-        # enough fit: "espresso machine under 100" showed travel pillows ("machine
-        # washable") as matches, the best of what fits while no espresso machine did.
-        outside = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, beyond, mode=mode)
-        best = max([best, *(p.score for p in outside)])
+        # enough fit: "a tent under 50" showed night-sky field guides as matches, the best
+        # of what fitted while no tent did. Both searches in one batch: one round trip to
+        # a server.
+        searches = [(flt, wanted), (beyond, top_k * CANDIDATE_FACTOR)]
+        found, outside = retriever.retrieve_each(query, searches, mode=mode)
+    else:
+        found = retriever.retrieve(query, wanted, flt, mode=mode)
+    best = max([p.score for p in found + (outside or [])], default=-math.inf)
     matches = with_popularity_prior(
         relevance_cut(retriever, found, best, cut), retriever.popularity_weight
     )

@@ -208,7 +208,39 @@ class Retriever:
         Raises:
             StoreError: the vector store failed.
         """
+        (page,) = self._search(query, [(filters, limit)], mode or self.mode)
+        return page
+
+    def retrieve_each(
+        self,
+        query: str | Query,
+        searches: Sequence[tuple[SearchFilter | None, int]],
+        *,
+        mode: RetrievalMode | None = None,
+    ) -> list[list[RetrievedProduct]]:
+        """`retrieve` under each (filters, top_k), in their order: with the fused ranking,
+        in one batch of engine requests (one round trip to a server), when they share a
+        category; else one search after another.
+
+        Raises:
+            StoreError: the vector store failed.
+        """
         mode = mode or self.mode
+        q = query if isinstance(query, Query) else Query(query)
+        categories = {f.category if f is not None else None for f, _ in searches}
+        if (self.ranker is not None and self._fused_by_relevance(mode)) or len(categories) > 1:
+            return [self.retrieve(q, k, f, mode=mode) for f, k in searches]
+        pages = self._search(q, searches, mode)
+        return [[to_retrieved(h) for h in page] for page in pages]
+
+    def _search(
+        self,
+        query: str | Query,
+        searches: Sequence[tuple[SearchFilter | None, int]],
+        mode: RetrievalMode,
+    ) -> list[list[ProductHit]]:
+        """The store's pages for `query` under each (filters, limit); the filters share one
+        category (it shapes the BM25 query)."""
         q = query if isinstance(query, Query) else Query(query)
         if mode != "sparse" and q.dense is None:
             q.dense = self.embedder.embed([q.text])[0]
@@ -216,23 +248,23 @@ class Retriever:
             q.sparse = query_sparse(q.text)
         vector = q.dense if mode != "sparse" else None
         sparse = q.sparse if mode != "dense" else None
-        if vector is not None and sparse is not None and filters is not None and filters.category:
+        category = searches[0][0].category if searches and searches[0][0] is not None else None
+        if vector is not None and sparse is not None and category:
             # Inside a category its own name tells its products apart only by whether their
             # text happens to repeat it: "a book about space" put the novel whose blurb says
             # "the first book in a trilogy" above the night-sky guides. (Hybrid only: alone,
             # BM25 would have nothing left to rank "books" by.)
-            sparse = sparse.without(query_sparse(filters.category).words)
+            sparse = sparse.without(query_sparse(category).words)
         if sparse is not None and not sparse.indices:
             # No term survives (only stopwords/punctuation): BM25 has nothing to add.
             sparse = None
             if vector is None:
-                return []
-        return self.store.search_products(
+                return [[] for _ in searches]
+        return self.store.search_products_each(
             vector,
-            limit=limit,
+            [(None if f is None or f.is_empty else f, limit) for f, limit in searches],
             chunks_per_product=self.chunks_per_product,
             score_threshold=self.similarity_threshold,
-            flt=None if filters is None or filters.is_empty else filters,
             sparse=sparse,
             fusion=self.fusion,
         )

@@ -272,6 +272,21 @@ class VectorStore(Protocol):
         """
         ...
 
+    def search_products_each(
+        self,
+        vector: VectorLike | None,
+        searches: Sequence[tuple[SearchFilter | None, int]],
+        *,
+        chunks_per_product: int,
+        score_threshold: float | None = None,
+        sparse: SparseVec | None = None,
+        fusion: FusionSpec | None = None,
+    ) -> list[list[ProductHit]]:
+        """`search_products` under each (filter, limit) of `searches`, a page each, in
+        their order; with relevance fusion every search's requests go in one batch (one
+        round trip to a server)."""
+        ...
+
     def similar_products(
         self,
         product_id: int,

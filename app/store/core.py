@@ -291,10 +291,31 @@ class StoreCore(ABC):
         limit: int,
         chunks_per_product: int,
     ) -> list[ProductHit]:
-        """See `VectorStore.search_products`. One plan for both engines: dense and sparse
-        branches fused by relevance here (the requests in one batch), or by rrf / dbsf
-        inside the engine, or one of them alone; the filter in every branch, the threshold
-        on the fused or dense score."""
+        """See `VectorStore.search_products`."""
+        (page,) = self.search_products_each(
+            vector,
+            [(flt, limit)],
+            score_threshold=score_threshold,
+            sparse=sparse,
+            fusion=fusion,
+            chunks_per_product=chunks_per_product,
+        )
+        return page
+
+    def search_products_each(
+        self,
+        vector: VectorLike | None,
+        searches: Sequence[tuple[SearchFilter | None, int]],
+        *,
+        score_threshold: float | None = None,
+        sparse: SparseVec | None = None,
+        fusion: FusionSpec | None = None,
+        chunks_per_product: int,
+    ) -> list[list[ProductHit]]:
+        """See `VectorStore.search_products_each`. One plan for both engines: dense and
+        sparse branches fused by relevance here (every search's requests in one batch), or
+        by rrf / dbsf inside the engine, or one of them alone; the filter in every branch,
+        the threshold on the fused or dense score."""
         dense = lexical = word_terms = None
         if vector is not None:
             dense = Branch(
@@ -306,17 +327,22 @@ class StoreCore(ABC):
                 word_terms = sparse.words
         spec = fusion or FusionSpec()
         if vector is None or lexical is None or spec.method != "relevance":
-            return self._branch_search(dense, lexical, spec, flt, limit, chunks_per_product)
-        hits = self._relevance_search(
+            return [
+                self._branch_search(dense, lexical, spec, flt, limit, chunks_per_product)
+                for flt, limit in searches
+            ]
+        pages = self._relevance_search(
             as_float_list(vector),
             lexical,
-            flt,
+            searches,
             spec,
-            limit=limit,
             chunks_per_product=chunks_per_product,
             word_terms=word_terms,
         )
-        return [h for h in hits if score_threshold is None or h.score >= score_threshold]
+        return [
+            [h for h in hits if score_threshold is None or h.score >= score_threshold]
+            for hits in pages
+        ]
 
     def _branch_search(
         self,
@@ -350,25 +376,27 @@ class StoreCore(ABC):
         self,
         vector: list[float],
         lexical: Branch,
-        flt: SearchFilter | None,
+        searches: Sequence[tuple[SearchFilter | None, int]],
         spec: FusionSpec,
         *,
-        limit: int,
         chunks_per_product: int,
         word_terms: frozenset[int] | None = None,
-    ) -> list[ProductHit]:
-        """Up to `limit` products fused by relevance (app.store.relevance).
+    ) -> list[list[ProductHit]]:
+        """Up to `limit` products under each (filter, limit), fused by relevance
+        (app.store.relevance).
 
         Both branches in one batch, grouped per product here, then fused: every candidate
         of either branch gets a cosine score, so the fusion covers the whole pool, not only
         where the branches overlap.
 
-        One batch is one round trip to a server: the dense branch, the BM25 branch, and
-        the BM25 branch's chunks scored by cosine (a prefetch), each with the payload it
-        needs. A product only BM25 found is scored by the chunks that matched the words:
-        its other chunks all lie outside the dense branch's window, so they could raise
-        its cosine only where its matched chunks score below the window's last, and never
-        above it (docs/decisions/relevance-fusion.md, "What it costs").
+        One batch is one round trip to a server, every search's requests in it: the dense
+        branch, the BM25 branch, and the BM25 branch's chunks scored by cosine (a
+        prefetch), each with the payload it needs; under a filter, the catalog's best BM25
+        chunks once, what every share is of (a product scores the same under any filter
+        that keeps it). A product only BM25 found is scored by the chunks that matched the
+        words: its other chunks all lie outside the dense branch's window, so they could
+        raise its cosine only where its matched chunks score below the window's last, and
+        never above it (docs/decisions/relevance-fusion.md, "What it costs").
 
         `word_terms`: the query's terms that are not numbers, when it has both. A product whose
         matched chunks hold none of them shares only a number with the query ("Aero 3
@@ -379,27 +407,62 @@ class StoreCore(ABC):
         (pseudo-relevance feedback): the shopper's few words gain the vocabulary of the
         products that fit them best.
         """
-        f = self._build_filter(flt)
-        depth, words = relevance_depth(limit, chunks_per_product), lexical_depth(limit)
         cosine = Branch(self._dense_query(vector))  # no floor per branch: it cuts the fusion
-        requests = [
-            self._request(depth, cosine, f, vectors=spec.feedback, payload=SEARCH_FIELDS),
-            # BM25 scores need no text: these chunks are read again below if they matter.
-            self._request(words, lexical, f, payload=KEY_FIELDS),
-        ]
-        # Not with feedback: it moves the query, and these cosines would be the old one's.
-        if not spec.feedback:
-            lexical_first = [self._prefetch(lexical, f, words)]
-            requests.append(self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS))
-        if f is not None:
+        built = [(flt, self._build_filter(flt), limit) for flt, limit in searches]
+        requests = []
+        for _, f, limit in built:
+            depth, words = relevance_depth(limit, chunks_per_product), lexical_depth(limit)
+            requests += [
+                self._request(depth, cosine, f, vectors=spec.feedback, payload=SEARCH_FIELDS),
+                # BM25 scores need no text: these chunks are read again below if they matter.
+                self._request(words, lexical, f, payload=KEY_FIELDS),
+            ]
+            # Not with feedback: it moves the query, and these cosines would be the old one's.
+            if not spec.feedback:
+                lexical_first = [self._prefetch(lexical, f, words)]
+                requests.append(
+                    self._request(words, cosine, f, lexical_first, payload=SEARCH_FIELDS)
+                )
+        filtered = any(f is not None for _, f, _ in built)
+        if filtered:
             # The best word match of the whole catalog, what a share is of: under "under $80"
             # a waterproof headlamp was the best match of "waterproof hiking backpack" and
             # got the whole lexical weight (docs/decisions/relevance-fusion.md).
             anywhere = SEARCH_FIELDS if word_terms is not None else KEY_FIELDS
             requests.append(self._request(NORMALISER_DEPTH, lexical, None, payload=anywhere))
-        dense_points, lexical_points, *more = self._query_batch(requests)
-        rescored = more[:1] if not spec.feedback else []
-        lexical_best = _best_word_match(more[-1], word_terms) if f is not None else 0.0
+        answers = self._query_batch(requests)
+        lexical_best = _best_word_match(answers[-1], word_terms) if filtered else 0.0
+        each = 2 if spec.feedback else 3
+        return [
+            self._fused_page(
+                answers[i * each : (i + 1) * each],
+                vector,
+                cosine,
+                (flt, f, limit),
+                spec,
+                chunks_per_product=chunks_per_product,
+                word_terms=word_terms,
+                lexical_best=lexical_best,
+            )
+            for i, (flt, f, limit) in enumerate(built)
+        ]
+
+    def _fused_page(
+        self,
+        answers: Sequence[Sequence[Any]],
+        vector: list[float],
+        cosine: Branch,
+        search: tuple[SearchFilter | None, Any, int],
+        spec: FusionSpec,
+        *,
+        chunks_per_product: int,
+        word_terms: frozenset[int] | None,
+        lexical_best: float,
+    ) -> list[ProductHit]:
+        """One search's page from its answers in the batch (see `_relevance_search`)."""
+        flt, f, limit = search
+        depth = relevance_depth(limit, chunks_per_product)
+        dense_points, lexical_points, *rescored = answers
         by_words = group_hits(map(stored_hit, lexical_points), limit=depth, chunks_per_product=1)
         if word_terms is not None and rescored:
             # The BM25 branch's chunks again, with their text (feedback has none: no check).
@@ -409,7 +472,9 @@ class StoreCore(ABC):
             map(stored_hit, dense_points), limit=depth, chunks_per_product=chunks_per_product
         )
         if spec.feedback and by_cosine:
-            first = fuse_products(by_cosine, by_words, spec.lexical_weight)
+            first = fuse_products(
+                by_cosine, by_words, spec.lexical_weight, lexical_best=lexical_best
+            )
             best_chunks = {h.chunks[0].id for h in first[: spec.feedback_products]}
             seeds = [dense_vector(p) for p in dense_points if str(p.id) in best_chunks]
             moved = feedback_query(vector, [v for v in seeds if v is not None], spec)

@@ -2,9 +2,10 @@
 
 A product's relevance is its best chunk's cosine similarity to the query plus
 `lexical_weight` times its best BM25 score divided by the best BM25 score of any
-candidate. The lexical part is bounded by the weight, so a product that only shares a word
-with the query ("runs" in a dog harness) cannot outrank one that means it, and the sum
-stays on the cosine scale: a floor and a margin cut mean the same on every catalog.
+candidate (of the whole catalog, when a filter limits the candidates). The lexical part
+is bounded by the weight, so a product that only shares a word with the query ("runs" in
+a dog harness) cannot outrank one that means it, and the sum stays on the cosine scale:
+a floor and a margin cut mean the same on every catalog.
 
 Why scores and not ranks: rank fusion (RRF) gives a weak branch's first hit as much as a
 strong branch's, which pulls dense search down on catalogs with long descriptions, and a
@@ -45,8 +46,7 @@ def fuse_products(
         score; a BM25 product the dense branch lacks is dropped.
     """
     found = len(dense) if dense_found is None else dense_found
-    best = max((h.score for h in lexical), default=lexical_best)
-    best = max(best, lexical_best)
+    best = max([lexical_best, *(h.score for h in lexical)])
     by_words = {h.product_id: (rank, h.score) for rank, h in enumerate(lexical, start=1)}
     fused = []
     for rank, h in enumerate(dense, start=1):
