@@ -252,9 +252,11 @@ class Retriever:
         if vector is not None and sparse is not None and category:
             # Inside a category its own name tells its products apart only by whether their
             # text happens to repeat it: "a book about space" put the novel whose blurb says
-            # "the first book in a trilogy" above the night-sky guides. (Hybrid only: alone,
-            # BM25 would have nothing left to rank "books" by.)
-            sparse = sparse.without(query_sparse(category).words)
+            # "the first book in a trilogy" above the night-sky guides. Not when the name is
+            # all the words there are ("books under 15": every product there is one), and
+            # not without a dense branch (BM25 would have nothing left to rank by).
+            rest = sparse.without(query_sparse(category).words)
+            sparse = rest if rest.words else sparse
         if sparse is not None and not sparse.indices:
             # No term survives (only stopwords/punctuation): BM25 has nothing to add.
             sparse = None

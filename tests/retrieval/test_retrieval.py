@@ -164,6 +164,10 @@ def test_inside_a_category_its_own_name_is_no_word_match(embedder: Any) -> None:
     anywhere = {h.product_id: h for h in retriever.candidates(query, 6)}
     assert anywhere[1].signals is not None and anywhere[1].signals.bm25_share == 1.0
     assert anywhere[1].score > anywhere[2].score
+    # The name alone is the query's every word ("books under 15"): it stays a term, so the
+    # books that say it are still word matches (the "nothing close" bar counts on that).
+    (alone,) = retriever.candidates("books", 1, books)
+    assert alone.product_id == 1 and alone.signals is not None and alone.signals.bm25 > 0
     # The name is no stopword to the other words: "trilogy" still matches.
     (first,) = retriever.candidates("a trilogy book", 1, books)
     assert first.product_id == 1 and first.signals is not None and first.signals.bm25 > 0
