@@ -161,3 +161,15 @@ def test_a_filter_does_not_lift_what_it_leaves_in(search: Pipeline) -> None:
     # Measured before: a waterproof headlamp, the best word match under $80, scored 0.87
     # against the best backpack's 1.01 (0.66 now).
     assert max(under.values()) < max(anywhere.values()) - 0.2
+
+
+@pytest.mark.parametrize(("query", "category"), [("books under 15", "books"), ("toys", "toys")])
+def test_a_category_asked_for_by_its_name_alone_is_no_far_match(
+    search: Pipeline, query: str, category: str
+) -> None:
+    """With the name left out of the BM25 query too, every score fell to the bare cosine of
+    one word, and the answer said nothing in the catalog matched closely."""
+    plan, outcome = search(query)
+    assert plan.search_filter.category == category
+    assert outcome.products and all(p.category == category for p in outcome.products)
+    assert not outcome.no_close_match
