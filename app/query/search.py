@@ -164,6 +164,12 @@ def constrained_retrieve(
     reorders = plan.prefer_low_price or plan.prefer_popular
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
+    # "toys": every product in the category is what was asked for. By words only those
+    # whose text repeats the name matched (one toy of 17 was shown), and the cosine of one
+    # word is low for all of them: ranked by meaning, with no floor, none called far.
+    browsing = not retriever.ranks_by_probability and retriever.browses(text, flt)
+    if browsing:
+        mode = "dense"
     beyond = replace(flt, outside_price=True)
     outside: list[RetrievedProduct] | None = None
     if plan.has_price_bounds and _cut_by_distance(retriever, cut):
@@ -172,9 +178,9 @@ def constrained_retrieve(
         # of what fitted while no tent did. Both searches in one batch: one round trip to
         # a server.
         searches = [(flt, wanted), (beyond, top_k * CANDIDATE_FACTOR)]
-        found, outside = retriever.retrieve_each(query, searches, mode=mode)
+        found, outside = retriever.retrieve_each(query, searches, mode=mode, floor=not browsing)
     else:
-        found = retriever.retrieve(query, wanted, flt, mode=mode)
+        found = retriever.retrieve(query, wanted, flt, mode=mode, floor=not browsing)
     best = max([p.score for p in found + (outside or [])], default=-math.inf)
     matches = with_popularity_prior(
         relevance_cut(retriever, found, best, cut), retriever.popularity_weight
@@ -185,12 +191,15 @@ def constrained_retrieve(
         matches = nudge_by_cost(matches, log_price)
     matches = matches[:top_k]
     if len(matches) >= top_k or not plan.has_price_bounds:
-        return SearchOutcome(matches, no_close_match=_far(retriever, best, matches))
+        return SearchOutcome(
+            matches, no_close_match=not browsing and _far(retriever, best, matches)
+        )
     # Few fit the price bounds: the relevant products outside them (the category and the
     # brands still hold), closest first, never presented as if they fitted (the caller
     # labels them).
     if outside is None:
-        outside = retriever.retrieve(query, top_k * CANDIDATE_FACTOR, beyond, mode=mode)
+        depth = top_k * CANDIDATE_FACTOR
+        outside = retriever.retrieve(query, depth, beyond, mode=mode, floor=not browsing)
         best = max([best, *(p.score for p in outside)])
         matches = relevance_cut(retriever, matches, best, cut)
     outside = relevance_cut(retriever, outside, best, cut)
@@ -206,9 +215,8 @@ def constrained_retrieve(
     )
     if not matches:
         return SearchOutcome(offered, nearest=bool(offered))
-    return SearchOutcome(
-        matches, closest_outside=offered, no_close_match=_far(retriever, best, matches)
-    )
+    far = not browsing and _far(retriever, best, matches)
+    return SearchOutcome(matches, closest_outside=offered, no_close_match=far)
 
 
 def _cut_by_distance(retriever: Retriever, margin: float) -> bool:

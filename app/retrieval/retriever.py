@@ -139,6 +139,14 @@ class Retriever:
         relevance) or, with a ranker over it, a probability; not BM25 or RRF."""
         return self.mode == "dense" or self._fused_by_relevance(self.mode)
 
+    def browses(self, text: str, filters: SearchFilter | None) -> bool:
+        """Whether `text` says nothing but the name of the category `filters` holds ("toys",
+        "books under 15" once its budget is read): a shopper browsing that category."""
+        if filters is None or not filters.category:
+            return False
+        words = query_sparse(text).words
+        return bool(words) and words <= query_sparse(filters.category).words
+
     @property
     def popularity_weight(self) -> float:
         """What a product's popularity adds to its relevance at most; 0 under a learned
@@ -170,6 +178,7 @@ class Retriever:
         filters: SearchFilter | None = None,
         *,
         mode: RetrievalMode | None = None,
+        floor: bool = True,
     ) -> list[RetrievedProduct]:
         """Up to `top_k` distinct products for `query`, best first (blocking: call off-loop).
 
@@ -178,6 +187,8 @@ class Retriever:
                 leaves in it for the request's next search.
             mode: overrides RETRIEVAL_MODE for this call, e.g. "dense" where a caller
                 compares scores as similarities (RRF scores are rank-based).
+            floor: False leaves SIMILARITY_THRESHOLD out (a shopper browsing a category,
+                where every product is what was asked for).
 
         Raises:
             StoreError: the vector store failed.
@@ -187,7 +198,8 @@ class Retriever:
         q = query if isinstance(query, Query) else Query(query)
         flt = None if filters is None or filters.is_empty else filters
         if self.ranker is None or not self._fused_by_relevance(mode):
-            return [to_retrieved(h) for h in self.candidates(q, limit, flt, mode=mode)]
+            hits = self.candidates(q, limit, flt, mode=mode, floor=floor)
+            return [to_retrieved(h) for h in hits]
         # A page deeper than RANKER_CANDIDATES (app.eval's top 100) keeps the top the service
         # shows: the ranker re-orders the first RANKER_CANDIDATES, the rest stay fused.
         hits = self.candidates(q, max(limit, self.ranker_candidates), flt, mode=mode)
@@ -201,6 +213,7 @@ class Retriever:
         filters: SearchFilter | None = None,
         *,
         mode: RetrievalMode | None = None,
+        floor: bool = True,
     ) -> list[ProductHit]:
         """The store's products for `query` in the fused order, with their branch signals
         (what a ranker re-orders, at training and at serving alike).
@@ -208,7 +221,7 @@ class Retriever:
         Raises:
             StoreError: the vector store failed.
         """
-        (page,) = self._search(query, [(filters, limit)], mode or self.mode)
+        (page,) = self._search(query, [(filters, limit)], mode or self.mode, floor)
         return page
 
     def retrieve_each(
@@ -217,6 +230,7 @@ class Retriever:
         searches: Sequence[tuple[SearchFilter | None, int]],
         *,
         mode: RetrievalMode | None = None,
+        floor: bool = True,
     ) -> list[list[RetrievedProduct]]:
         """`retrieve` under each (filters, top_k), in their order: with the fused ranking,
         in one batch of engine requests (one round trip to a server), when they share a
@@ -229,8 +243,8 @@ class Retriever:
         q = query if isinstance(query, Query) else Query(query)
         categories = {f.category if f is not None else None for f, _ in searches}
         if (self.ranker is not None and self._fused_by_relevance(mode)) or len(categories) > 1:
-            return [self.retrieve(q, k, f, mode=mode) for f, k in searches]
-        pages = self._search(q, searches, mode)
+            return [self.retrieve(q, k, f, mode=mode, floor=floor) for f, k in searches]
+        pages = self._search(q, searches, mode, floor)
         return [[to_retrieved(h) for h in page] for page in pages]
 
     def _search(
@@ -238,6 +252,7 @@ class Retriever:
         query: str | Query,
         searches: Sequence[tuple[SearchFilter | None, int]],
         mode: RetrievalMode,
+        floor: bool = True,
     ) -> list[list[ProductHit]]:
         """The store's pages for `query` under each (filters, limit); the filters share one
         category (it shapes the BM25 query)."""
@@ -266,7 +281,7 @@ class Retriever:
             vector,
             [(None if f is None or f.is_empty else f, limit) for f, limit in searches],
             chunks_per_product=self.chunks_per_product,
-            score_threshold=self.similarity_threshold,
+            score_threshold=self.similarity_threshold if floor else None,
             sparse=sparse,
             fusion=self.fusion,
         )

@@ -171,5 +171,18 @@ def test_a_category_asked_for_by_its_name_alone_is_no_far_match(
     one word, and the answer said nothing in the catalog matched closely."""
     plan, outcome = search(query)
     assert plan.search_filter.category == category
-    assert outcome.products and all(p.category == category for p in outcome.products)
+    assert len(outcome.products) == 5 and all(p.category == category for p in outcome.products)
     assert not outcome.no_close_match
+
+
+def test_browsing_a_category_under_a_budget_shows_every_product_that_fits(
+    search: Pipeline,
+) -> None:
+    """By words, only the toy whose text says "toys" matched: one of the five under $40."""
+    _, outcome = search("toys under $40")
+    under = {
+        p.id
+        for p in load_products(DEFAULT_PRODUCTS)
+        if p.category == "toys" and (p.price or 0) <= 40
+    }
+    assert len(under) == 5 and {p.id for p in outcome.products} == under
