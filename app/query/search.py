@@ -166,10 +166,14 @@ def constrained_retrieve(
     flt = plan.search_filter
     # "toys": every product in the category is what was asked for. By words only those
     # whose text repeats the name matched (one toy of 17 was shown), and the cosine of one
-    # word is low for all of them: ranked by meaning, with no floor, none called far.
+    # word is low for all of them: ranked by meaning, with no floor.
     browsing = not retriever.ranks_by_probability and retriever.browses(text, flt)
     if browsing:
         mode = "dense"
+    # Under a category the shopper named or chose, what is shown is of the kind asked for;
+    # the retriever leaves the name out of the BM25 query there, and the close-match bar,
+    # set where it counted, called "show me books" and "toys for a 5 year old" far.
+    can_be_far = not flt.category
     beyond = replace(flt, outside_price=True)
     outside: list[RetrievedProduct] | None = None
     if plan.has_price_bounds and _cut_by_distance(retriever, cut):
@@ -191,9 +195,7 @@ def constrained_retrieve(
         matches = nudge_by_cost(matches, log_price)
     matches = matches[:top_k]
     if len(matches) >= top_k or not plan.has_price_bounds:
-        return SearchOutcome(
-            matches, no_close_match=not browsing and _far(retriever, best, matches)
-        )
+        return SearchOutcome(matches, no_close_match=can_be_far and _far(retriever, best, matches))
     # Few fit the price bounds: the relevant products outside them (the category and the
     # brands still hold), closest first, never presented as if they fitted (the caller
     # labels them).
@@ -215,7 +217,7 @@ def constrained_retrieve(
     )
     if not matches:
         return SearchOutcome(offered, nearest=bool(offered))
-    far = not browsing and _far(retriever, best, matches)
+    far = can_be_far and _far(retriever, best, matches)
     return SearchOutcome(matches, closest_outside=offered, no_close_match=far)
 
 

@@ -186,3 +186,13 @@ def test_browsing_a_category_under_a_budget_shows_every_product_that_fits(
         if p.category == "toys" and (p.price or 0) <= 40
     }
     assert len(under) == 5 and {p.id for p in outcome.products} == under
+
+
+@pytest.mark.parametrize("query", ["show me books", "toys for a 5 year old"])
+def test_products_of_the_category_named_are_never_called_far(search: Pipeline, query: str) -> None:
+    """The close-match bar was set on scores where the category's name counted as a word
+    match; with the name out of the BM25 query these were said to match nothing closely."""
+    plan, outcome = search(query)
+    category = plan.search_filter.category
+    assert category and outcome.products and not outcome.no_close_match
+    assert all(p.category == category for p in outcome.products)
