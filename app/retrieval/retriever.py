@@ -202,7 +202,7 @@ class Retriever:
             return [to_retrieved(h) for h in hits]
         # A page deeper than RANKER_CANDIDATES (app.eval's top 100) keeps the top the service
         # shows: the ranker re-orders the first RANKER_CANDIDATES, the rest stay fused.
-        hits = self.candidates(q, max(limit, self.ranker_candidates), flt, mode=mode)
+        hits = self.candidates(q, max(limit, self.ranker_candidates), flt, mode=mode, floor=floor)
         ranked = self.ranker.rank(q.text, flt, hits, self.ranker_candidates)[:limit]
         return [to_retrieved(r.hit, r.probability) for r in ranked]
 
