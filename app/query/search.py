@@ -165,9 +165,9 @@ def constrained_retrieve(
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
     # "toys": every product in the category is what was asked for. By words only those
-    # whose text repeats the name matched (one toy of 17 was shown), and the cosine of one
-    # word is low for all of them: ranked by meaning, with no floor.
-    browsing = not retriever.ranks_by_probability and retriever.browses(text, flt)
+    # whose text repeats the name matched, and the cosine of one word is low for all of
+    # them: ranked by meaning, with no floor.
+    browsing = not retriever.ranks_by_probability and retriever.browses(query, flt)
     if browsing:
         mode = "dense"
     # Under a category the shopper named or chose, what is shown is of the kind asked for;
