@@ -48,6 +48,11 @@ def test_best_sellers_rank_the_close_matches_by_popularity() -> None:
         ("most popular kettle under $50", "kettle"),
         ("best-selling headphones", "headphones"),
         ("trending yoga mats", "yoga mats"),
+        # No ratings in the catalog: "top rated" is what shoppers buy, and "best" in a
+        # product's blurb ("best saved for race day") is no match for it.
+        ("top rated headphones", "headphones"),
+        ("best rated coffee maker", "coffee maker"),
+        ("a highly rated tent under 200", "a tent"),
     ],
 )
 def test_best_sellers_in_words_mean_popularity(query: str, search_text: str) -> None:
