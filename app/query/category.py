@@ -44,6 +44,25 @@ class CategoryMatcher:
         self.blocking = {w.lower() for w in book.category_blocking_words_before}
         self.determiners = {w.lower() for w in book.determiners}
         self.function = {w.lower() for w in book.function_words}
+        # Words that leave a query naming only its category ("show me", "some", "stuff").
+        self.skipped = {
+            *self.kinds,
+            *self.determiners,
+            *self.function,
+            *(w.lower() for w in book.not_kind_words),
+        }
+
+    def browses(self, text: str, category: str | None) -> bool:
+        """Whether `text` names nothing but `category` ("toys", "show me books", "outdoor
+        gear"; not "toys for a 5 year old"): a shopper browsing it, whose words no product
+        needs to repeat. A brand that shares the kind word ("Ridgeback Gear") is no better
+        a match for "outdoor gear" than the rest of the category."""
+        if not category:
+            return False
+        names = {f for w in _WORD.findall(category.lower()) for f in word_forms(w)}
+        words = [m.group(0).lower() for m in _WORD.finditer(text)]
+        rest = [w for w in words if w not in self.skipped]
+        return bool(rest) and all(w in names for w in rest)
 
     def find(self, text: str, categories: Iterable[str]) -> Constraint | None:
         """The one category `text` clearly names, or None."""

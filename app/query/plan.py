@@ -11,8 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
+from app.query.category import CategoryMatcher
+from app.query.phrasebook import load_phrasebook
 from app.query.types import Constraint, ConstraintField, FilterField, ParsedQuery
 from app.store import SearchFilter
 
@@ -43,6 +46,9 @@ class FilterPlan:
     prefer_low_price: bool
     # "best sellers": among the relevant matches, what shoppers bought most comes first.
     prefer_popular: bool = False
+    # The words name nothing but the category filtered on ("toys", "outdoor gear"): every
+    # product in it is what was asked for (app.query.category, `browses`).
+    browse: bool = False
 
     @property
     def has_price_bounds(self) -> bool:
@@ -153,7 +159,13 @@ def plan_filters(
         exclude_brands=tuple(excluded),
         exclude_words=tuple(unwanted),
     )
-    return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular)
+    browse = _categories().browses(parsed.search_text, flt.category)
+    return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular, browse)
+
+
+@lru_cache(maxsize=1)
+def _categories() -> CategoryMatcher:
+    return CategoryMatcher(load_phrasebook())
 
 
 def _fits(c: Constraint, values: dict[str, str | float | None]) -> bool:

@@ -155,7 +155,6 @@ def constrained_retrieve(
     Raises:
         StoreError: the vector store failed.
     """
-    query = Query(text)  # embedded once, whichever searches below run
     # Re-ordering by price and the margin cut need scores on one scale: relevance (cosine
     # plus a bounded lexical share) or cosine. An RRF score is rank-based: a headlamp that
     # mentions "tent-mates" scores within 10% of the tents.
@@ -165,11 +164,14 @@ def constrained_retrieve(
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
     # "toys": every product in the category is what was asked for. By words only those
-    # whose text repeats the name matched, and the cosine of one word is low for all of
-    # them: ranked by meaning, with no floor.
-    browsing = not retriever.ranks_by_probability and retriever.browses(query, flt)
+    # whose text repeats the name (or a brand that shares it) matched, and the cosine of
+    # one word is low for all of them: ranked by meaning, with no floor.
+    browsing = plan.browse and not retriever.ranks_by_probability
     if browsing:
         mode = "dense"
+        # "gear", "stuff", "show me" say nothing of a product: the category's name does.
+        text = flt.category or text
+    query = Query(text)  # embedded once, whichever searches below run
     # Under a category the shopper named or chose, what is shown is of the kind asked for;
     # the retriever leaves the name out of the BM25 query there, and the close-match bar,
     # set where it counted, called "show me books" and "toys for a 5 year old" far.

@@ -139,17 +139,6 @@ class Retriever:
         relevance) or, with a ranker over it, a probability; not BM25 or RRF."""
         return self.mode == "dense" or self._fused_by_relevance(self.mode)
 
-    def browses(self, query: Query, filters: SearchFilter | None) -> bool:
-        """Whether the query says nothing but the name of the category `filters` holds
-        ("toys", "books under 15" once its budget is read): a shopper browsing that category.
-        Its BM25 terms are computed here if missing and left in `query` for the search."""
-        if filters is None or not filters.category:
-            return False
-        if query.sparse is None:
-            query.sparse = query_sparse(query.text)
-        words = query.sparse.words
-        return bool(words) and words <= query_sparse(filters.category).words
-
     @property
     def popularity_weight(self) -> float:
         """What a product's popularity adds to its relevance at most; 0 under a learned

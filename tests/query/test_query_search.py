@@ -188,6 +188,17 @@ def test_browsing_a_category_under_a_budget_shows_every_product_that_fits(
     assert len(under) == 5 and {p.id for p in outcome.products} == under
 
 
+def test_browsing_ranks_the_category_not_a_brand_that_shares_its_kind_word(
+    search: Pipeline,
+) -> None:
+    """By the words "outdoor gear", Ridgeback Gear's tent, sleeping bag, backpack and
+    headlamp were the first four."""
+    plan, outcome = search("outdoor gear")
+    assert plan.browse and len(outcome.products) == 5
+    assert all(p.category == "outdoor" for p in outcome.products)
+    assert sum(p.brand == "Ridgeback Gear" for p in outcome.products) <= 2
+
+
 @pytest.mark.parametrize("query", ["show me books", "toys for a 5 year old"])
 def test_products_of_the_category_named_are_never_called_far(search: Pipeline, query: str) -> None:
     """The close-match bar was set on scores where the category's name counted as a word

@@ -136,6 +136,32 @@ def test_category_only_when_the_words_clearly_name_one(query: str, category: str
     assert parse(query).get("category") == category
 
 
+@pytest.mark.parametrize(
+    ("query", "request_category", "browses"),
+    [
+        ("toys", None, True),
+        ("show me books", None, True),
+        ("outdoor gear", None, True),
+        ("a toy under $30", None, True),
+        ("any toys?", None, True),
+        ("garden", "Home & Garden", True),  # a word of a longer name chosen on the page
+        # Anything else named is searched for.
+        ("toys for a 5 year old", None, False),
+        ("outdoor gear for camping", None, False),
+        ("headphones", "audio", False),
+        ("show me", "toys", False),
+    ],
+)
+def test_a_query_naming_only_its_category_browses_it(
+    query: str, request_category: str | None, browses: bool
+) -> None:
+    """ "outdoor gear" is the category, not products whose brand says "Gear"."""
+    explicit = SearchFilter(category=request_category) if request_category else None
+    assert plan_filters(parser.parse(query, CATEGORIES), explicit).browse is browses
+    # Without a category (none heard, none chosen) there is nothing to browse.
+    assert not plan_filters(parser.parse(query), None).browse
+
+
 def test_search_text_drops_the_constraint_words_only() -> None:
     assert parser.parse("running shoes under $100", CATEGORIES).search_text == "running shoes"
     assert (
