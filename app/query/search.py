@@ -253,9 +253,10 @@ def search_turn(
 
     By example: among the products that match the conversation's question (its text, the
     cut applied), those nearest to the shown one, nearest first. "More like the second
-    tent" is more tents like it, not whatever else shares its brand's words. When nothing
-    else matches the question, the products nearest to it (GET /products/{id}/similar
-    under the same filters) are the answer.
+    tent" is more tents like it, not whatever else shares its brand's words. When only
+    products outside the price bounds match it too, those nearest to the shown one are
+    the answer, labelled as outside (`nearest`); when nothing else matches at all, the
+    products nearest to it (GET /products/{id}/similar under the same filters).
 
     Raises:
         StoreError: the vector store failed.
@@ -266,10 +267,22 @@ def search_turn(
         return constrained_retrieve(retriever, text, top_k, plan)
     wanted = top_k * CANDIDATE_FACTOR
     matching: list[int] = []
+    beyond: list[int] = []  # what matches the question outside the price bounds
     if text:
         question = constrained_retrieve(retriever, text, wanted, plan)
-        if not question.nearest:  # nearest: nothing fits the filters, so nothing matches
+        if question.nearest:  # nothing fits the filters, so nothing matches inside them
+            beyond = [p.id for p in question.products if p.id != like]
+        else:
             matching = [p.id for p in question.products if p.id != like]
+            beyond = [p.id for p in question.closest_outside if p.id != like]
+    if not matching and beyond:
+        # The shown tent is the only one under the cap: more like it are the tents above
+        # it, labelled as outside, not the cheap products that share its model name.
+        outside = replace(plan.search_filter, outside_price=True)
+        near = retriever.similar(like, wanted, outside, among=beyond)
+        if near:
+            offered = [replace(p, outside_filters=True) for p in near[:top_k]]
+            return SearchOutcome(offered, nearest=True)
     # No `among` (nothing else matches the question): the products nearest to it.
     found = retriever.similar(like, wanted, plan.search_filter, among=matching)
     if found is None:  # it left the catalog since it was shown

@@ -223,6 +223,28 @@ def test_more_like_a_shown_product_is_more_of_what_was_asked_not_its_namesakes(
     assert all(p["price"] <= 100 for p in answer["products"])
 
 
+def test_more_like_the_only_one_under_the_cap_is_more_of_its_kind_above_it(
+    client: httpx.Client,
+) -> None:
+    """Shoe 1 is the only running shoe under $50; under the cap its nearest products were
+    the cheap bottle, blocks and yoga mat. More like it are the shoes above the cap,
+    labelled as outside it."""
+    pace = BY_ID[1]
+    state = ConversationState(
+        "running shoes",
+        filters=(Constraint("max_price", 50.0, "under $50"),),
+        shown=(ShownProduct(pace.id, pace.price),),
+    )
+    token = ConversationCodec(SECRET.encode(), TTL).issue(state)
+    answer = ask(client, "more like the first one", token)
+    ids = [p["id"] for p in answer["products"]]
+    assert ids and pace.id not in ids
+    assert all("Running Shoes" in BY_ID[i].name for i in ids), ids
+    assert answer["nearest_matches"] and all(p["outside_filters"] for p in answer["products"])
+    assert "Nothing in the catalog matches your request at ≤ $50" in answer["message"]
+    assert filters(answer) == [("max_price", 50.0, "conversation")]
+
+
 def test_not_a_brand_excludes_it_and_keeps_the_rest(
     client: httpx.Client, first: dict[str, Any]
 ) -> None:
