@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 EventType = Literal["impression", "click", "add_to_cart", "purchase"]
-SHOPPER_EVENTS: tuple[EventType, ...] = ("click", "add_to_cart", "purchase")
 # (column, Spark SQL type) of the interactions table, in order; `day` is the partition.
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("event_id", "STRING"),

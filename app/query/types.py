@@ -19,8 +19,6 @@ CONSTRAINT_FIELDS: tuple[ConstraintField, ...] = (
 # (app/query/followup.py), or what a negation rules out (app/query/negation.py).
 FilterField = Literal[ConstraintField, "brand", "exclude_brand", "exclude_words"]
 ParserName = Literal["offline", "llm"]
-# "low": the shopper asked for cheap things; a soft preference that ranks, never excludes.
-PricePreference = Literal["low"]
 
 
 @dataclass(frozen=True, slots=True)
