@@ -51,6 +51,8 @@ class Phrasebook:
     number_words: dict[str, float]
     # Counts in a follow-up ("for two players instead"): app/query/followup.py.
     count_words: dict[str, int]
+    # "for 4 people": a product named "2-Person …" holds too few (app/query/capacity.py).
+    capacity_units: dict[str, str]
     # "not", "without": what follows is not wanted (app/query/negation.py; follow-ups too).
     negations: list[str]
     # "no dig edging", "salt free ice melt": a catalog that names products by an absence.

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from app.query.capacity import Room, RoomReader
 from app.query.category import CategoryMatcher
 from app.query.phrasebook import load_phrasebook
 from app.query.types import Constraint, ConstraintField, FilterField, ParsedQuery
+from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
 logger = logging.getLogger(__name__)
@@ -49,6 +51,12 @@ class FilterPlan:
     # The words name nothing but the category filtered on ("toys", "outdoor gear"): every
     # product in it is what was asked for (app.query.category, `browses`).
     browse: bool = False
+    # "a tent for 4 people": products whose names say they hold fewer are not matches.
+    room: Room | None = None
+
+    def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
+        """`products` without those whose names say they hold fewer than `room`."""
+        return rooms().holding(products, self.room)
 
     @property
     def has_price_bounds(self) -> bool:
@@ -160,12 +168,18 @@ def plan_filters(
         exclude_words=tuple(unwanted),
     )
     browse = _categories().browses(parsed.search_text, flt.category)
-    return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular, browse)
+    room = rooms().asked(parsed.search_text)
+    return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular, browse, room)
 
 
 @lru_cache(maxsize=1)
 def _categories() -> CategoryMatcher:
     return CategoryMatcher(load_phrasebook())
+
+
+@lru_cache(maxsize=1)
+def rooms() -> RoomReader:
+    return RoomReader(load_phrasebook())
 
 
 def _fits(c: Constraint, values: dict[str, str | float | None]) -> bool:

@@ -160,7 +160,8 @@ def constrained_retrieve(
     # mentions "tent-mates" scores within 10% of the tents.
     mode: RetrievalMode | None = None if retriever.scores_are_similarities else "dense"
     cut = retriever.relevance_margin if margin is None else margin
-    reorders = plan.prefer_low_price or plan.prefer_popular
+    # Re-ordering, and products left out by their names' room, need more to choose from.
+    reorders = plan.prefer_low_price or plan.prefer_popular or plan.room is not None
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
     # "toys": every product in the category is what was asked for. By words only those
@@ -189,7 +190,7 @@ def constrained_retrieve(
         found = retriever.retrieve(query, wanted, flt, mode=mode, floor=not browsing)
     best = max([p.score for p in found + (outside or [])], default=-math.inf)
     matches = with_popularity_prior(
-        relevance_cut(retriever, found, best, cut), retriever.popularity_weight
+        plan.with_room(relevance_cut(retriever, found, best, cut)), retriever.popularity_weight
     )
     if plan.prefer_popular:
         matches = by_popularity(matches)
@@ -206,7 +207,7 @@ def constrained_retrieve(
         outside = retriever.retrieve(query, depth, beyond, mode=mode, floor=not browsing)
         best = max([best, *(p.score for p in outside)])
         matches = relevance_cut(retriever, matches, best, cut)
-    outside = relevance_cut(retriever, outside, best, cut)
+    outside = plan.with_room(relevance_cut(retriever, outside, best, cut))
     closest = nudge_by_cost(outside, log_outside(flt))[: top_k - len(matches)]
     offered = [replace(p, outside_filters=True) for p in closest]
     logger.info(
