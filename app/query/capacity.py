@@ -5,9 +5,11 @@ Words rank a "2-Person Camping Tent" close to "a tent for 4 people": every word 
 count matches, and a count alone is no word match (app.store.core). A shop assistant would
 never offer it, so a product whose name states a room for fewer of the unit asked for is
 not a match. Names state room as a count or a range before the unit ("4-Person", "2-6
-Players", "3 Seater"); a name that states none (or another unit) is not judged, and a
-bigger one fits (a 6-person tent holds four). The units and their spellings are the
-phrasebook's `capacity_units`.
+Players", "3 Seater"); where the name states none, the text the product matched by counts
+only as a compound or a range ("a two-person tent", "for two to six players"), never a
+loose mention ("two people can pitch it"). A product that states none (or only another
+unit) is not judged, and a bigger one fits (a 6-person tent holds four). The units and
+their spellings are the phrasebook's `capacity_units`.
 """
 
 from __future__ import annotations
@@ -33,12 +35,17 @@ class RoomReader:
         self._units = {k.lower(): v for k, v in book.capacity_units.items()}
         self._counts = {k.lower(): v for k, v in book.count_words.items()}
         units = alternation(list(self._units))
-        counts = alternation(list(self._counts))
+        n = rf"(\d+|{alternation(list(self._counts))})"
         # "4 people", "4-person", "four people".
-        self._asked = re.compile(rf"(?<![\w.-])(\d+|{counts})\s*-?\s*({units})(?![\w-])", re.I)
-        # "4-Person", "2-6 Players", "2 to 6 players".
-        self._stated = re.compile(
-            rf"(?<![\w.-])(\d+)(?:\s*(?:-|–|to)\s*(\d+))?\s*-?\s*({units})(?![\w-])", re.I
+        self._asked = re.compile(rf"(?<![\w.-]){n}\s*-?\s*({units})(?![\w-])", re.I)
+        # In a name: "4-Person", "4 Person", "2-6 Players", "2 to 6 Players".
+        self._in_name = re.compile(
+            rf"(?<![\w.-]){n}(?:\s*(?:-|–|to)\s*{n})?\s*-?\s*({units})(?![\w-])", re.I
+        )
+        # In a description only the compound or the range: "a two-person tent", "for two to
+        # six players" (not "two people can pitch it").
+        self._in_text = re.compile(
+            rf"(?<![\w.-])(?:{n}-|{n}\s*(?:-|–|to)\s*{n}\s+)({units})(?![\w-])", re.I
         )
 
     def asked(self, text: str) -> Room | None:
@@ -49,20 +56,33 @@ class RoomReader:
         }
         return next(iter(found)) if len(found) == 1 else None
 
-    def too_small(self, name: str, room: Room) -> bool:
-        """Whether `name` states room for fewer than `room` asks (in the same unit)."""
-        for m in self._stated.finditer(name):
-            if self._units[m.group(3).lower()] == room.unit:
-                return int(m.group(2) or m.group(1)) < room.count
-        return False
+    def too_small(self, name: str, room: Room, texts: Sequence[str] = ()) -> bool:
+        """Whether `name`, or when it states none of the unit the text the product matched
+        by (`texts`), states room for fewer than `room` asks."""
+        stated = self._stated(self._in_name, [name], room.unit)
+        if stated is None:
+            stated = self._stated(self._in_text, texts, room.unit)
+        return stated is not None and stated < room.count
 
     def holding(
         self, products: Sequence[RetrievedProduct], room: Room | None
     ) -> list[RetrievedProduct]:
-        """`products` without those whose names say they hold fewer than `room`."""
+        """`products` without those that say they hold fewer than `room`."""
         if room is None:
             return list(products)
-        return [p for p in products if not self.too_small(p.name, room)]
+        return [p for p in products if not self.too_small(p.name, room, p.matched_content)]
+
+    def _stated(self, pattern: re.Pattern[str], texts: Sequence[str], unit: str) -> int | None:
+        """The most room of `unit` the first of `texts` that states any says (a range's top)."""
+        for text in texts:
+            counts = [
+                max(self._count(c) for c in m.groups()[:-1] if c)
+                for m in pattern.finditer(text)
+                if self._units[m.groups()[-1].lower()] == unit
+            ]
+            if counts:
+                return max(counts)
+        return None
 
     def _count(self, word: str) -> int:
         return int(word) if word.isdigit() else self._counts[word.lower()]

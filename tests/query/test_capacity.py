@@ -44,3 +44,27 @@ def test_the_room_a_query_asks_for(text: str, room: Room | None) -> None:
 )
 def test_a_name_that_states_less_room_is_too_small(name: str, room: Room, too_small: bool) -> None:
     assert reader.too_small(name, room) is too_small
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "room", "too_small"),
+    [
+        # The name states no room: the text it matched by may, as a compound or a range.
+        (
+            "Alpenglow Cirrus 2 Backpacking Tent",
+            "A two-person tent, 1.3 kg.",
+            Room(4, "person"),
+            True,
+        ),
+        ("Wobbly Fox Strategy Board Game", "For two to six players.", Room(8, "player"), True),
+        ("Wobbly Fox Strategy Board Game", "For two to six players.", Room(4, "player"), False),
+        # A loose mention is not a statement of room.
+        ("Alpenglow Cirrus Tent", "Two people can pitch it in minutes.", Room(4, "person"), False),
+        # The name's room wins over the text's.
+        ("Pinecrest 4-Person Tent", "Pitched by a two-person team.", Room(4, "person"), False),
+    ],
+)
+def test_the_matched_text_states_room_where_the_name_does_not(
+    name: str, text: str, room: Room, too_small: bool
+) -> None:
+    assert reader.too_small(name, room, [text]) is too_small
