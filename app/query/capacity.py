@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.query.phrasebook import Phrasebook, alternation
 from app.retrieval.types import RetrievedProduct
@@ -24,10 +24,12 @@ from app.retrieval.types import RetrievedProduct
 
 @dataclass(frozen=True, slots=True)
 class Room:
-    """Room for `count` of `unit` (the unit's one spelling: "person" for "people")."""
+    """Room for `count` of `unit` (the unit's one spelling: "person" for "people"), asked
+    for in `text` ("4 people")."""
 
     count: int
     unit: str
+    text: str = field(default="", compare=False)
 
 
 class RoomReader:
@@ -51,7 +53,7 @@ class RoomReader:
     def asked(self, text: str) -> Room | None:
         """The room `text` asks for; None when it names none, or two of one unit."""
         found = {
-            Room(self._count(m.group(1)), self._units[m.group(2).lower()])
+            Room(self._count(m.group(1)), self._units[m.group(2).lower()], m.group(0))
             for m in self._asked.finditer(text)
         }
         return next(iter(found)) if len(found) == 1 else None
@@ -71,6 +73,16 @@ class RoomReader:
         if room is None:
             return list(products)
         return [p for p in products if not self.too_small(p.name, room, p.matched_content)]
+
+    def roomiest(self, products: Sequence[RetrievedProduct], room: Room) -> list[RetrievedProduct]:
+        """`products` with the most room of `room`'s unit first (each room in their order)."""
+
+        def stated(p: RetrievedProduct) -> int:
+            return self._stated(self._in_name, [p.name], room.unit) or (
+                self._stated(self._in_text, p.matched_content, room.unit) or 0
+            )
+
+        return sorted(products, key=stated, reverse=True)
 
     def _stated(self, pattern: re.Pattern[str], texts: Sequence[str], unit: str) -> int | None:
         """The most room of `unit` the first of `texts` that states any says (a range's top)."""

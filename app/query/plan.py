@@ -55,8 +55,16 @@ class FilterPlan:
     room: Room | None = None
 
     def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
-        """`products` without those whose names say they hold fewer than `room`."""
+        """`products` without those that say they hold fewer than `room`."""
         return rooms().holding(products, self.room)
+
+    def lacks_room(self, products: Sequence[RetrievedProduct]) -> bool:
+        """Whether the first of `products` (the best match) says it holds fewer than `room`."""
+        return self.room is not None and bool(products) and not self.with_room(products[:1])
+
+    def roomiest(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
+        """`products` with the most room first (as they were without a `room`)."""
+        return list(products) if self.room is None else rooms().roomiest(products, self.room)
 
     @property
     def has_price_bounds(self) -> bool:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from app.query.capacity import Room
 from app.query.plan import FilterPlan
 from app.retrieval import Query, Retriever
 from app.retrieval.types import RetrievedProduct
@@ -43,13 +44,15 @@ class SearchOutcome:
     `no_close_match`: even the best scored below the retriever's `close_match_score`: the
     catalog has nothing close to the request, and these are the nearest it has.
     `not_carried`: the kind of product asked for, when no product is called that
-    (app/query/kind.py): these are the closest the shop has."""
+    (app/query/kind.py): these are the closest the shop has. `no_room`: the room asked
+    for, when nothing has it ("a tent for 8 people"): these have the most."""
 
     products: list[RetrievedProduct]
     nearest: bool = False
     closest_outside: list[RetrievedProduct] = field(default_factory=list)
     no_close_match: bool = False
     not_carried: str | None = None
+    no_room: Room | None = None
 
     @property
     def offered(self) -> list[RetrievedProduct]:
@@ -150,7 +153,9 @@ def constrained_retrieve(
     come in `closest_outside` (all of them the products, `nearest`, when none fits),
     flagged `outside_filters`. Under a price bound the best match outside it sets the bar
     too (a second search, in the first one's batch), so a cheap unrelated product does not
-    pass as a match only because nothing relevant is that cheap.
+    pass as a match only because nothing relevant is that cheap. Products that say they
+    hold fewer than the room asked for (`plan.room`) are not matches; when the best match
+    is one, the relevant products come with the most room first, flagged `no_room`.
 
     Raises:
         StoreError: the vector store failed.
@@ -189,9 +194,13 @@ def constrained_retrieve(
     else:
         found = retriever.retrieve(query, wanted, flt, mode=mode, floor=not browsing)
     best = max([p.score for p in found + (outside or [])], default=-math.inf)
-    matches = with_popularity_prior(
-        plan.with_room(relevance_cut(retriever, found, best, cut)), retriever.popularity_weight
-    )
+    relevant = relevance_cut(retriever, found, best, cut)
+    if plan.lacks_room(relevant):
+        # The best match has less room than asked for ("a tent for 8 people", tents for
+        # four): nothing has it, and what is left past the tents is headlamps. Said so,
+        # the most room first.
+        return SearchOutcome(plan.roomiest(relevant)[:top_k], no_room=plan.room)
+    matches = with_popularity_prior(plan.with_room(relevant), retriever.popularity_weight)
     if plan.prefer_popular:
         matches = by_popularity(matches)
     if plan.prefer_low_price:
@@ -207,7 +216,11 @@ def constrained_retrieve(
         outside = retriever.retrieve(query, depth, beyond, mode=mode, floor=not browsing)
         best = max([best, *(p.score for p in outside)])
         matches = relevance_cut(retriever, matches, best, cut)
-    outside = plan.with_room(relevance_cut(retriever, outside, best, cut))
+    outside = relevance_cut(retriever, outside, best, cut)
+    if not matches and plan.lacks_room(outside):
+        roomiest = [replace(p, outside_filters=True) for p in plan.roomiest(outside)[:top_k]]
+        return SearchOutcome(roomiest, nearest=True, no_room=plan.room)
+    outside = plan.with_room(outside)
     closest = nudge_by_cost(outside, log_outside(flt))[: top_k - len(matches)]
     offered = [replace(p, outside_filters=True) for p in closest]
     logger.info(

@@ -209,6 +209,14 @@ def test_a_tent_named_for_fewer_people_is_no_match(search: Pipeline, query: str)
     assert names and all("4-Person" in n for n in names), names
 
 
+def test_when_nothing_has_the_room_asked_for_the_roomiest_come_first(search: Pipeline) -> None:
+    plan, outcome = search("a tent for 8 people")
+    assert outcome.no_room == plan.room and plan.room is not None and plan.room.count == 8
+    names = [p.name for p in outcome.products]
+    assert names and all("4-Person" in n for n in names[:2]), names
+    assert all("4-Person" not in n for n in names[2:]), names
+
+
 @pytest.mark.parametrize("query", ["show me books", "toys for a 5 year old"])
 def test_products_of_the_category_named_are_never_called_far(search: Pipeline, query: str) -> None:
     """The close-match bar was set on scores where the category's name counted as a word

@@ -82,12 +82,21 @@ class _Searched:
                 f'the shop has nothing called "{self.outcome.not_carried}": say so; '
                 "the products listed are the closest it has"
             )
+        elif self.outcome.no_room is not None:
+            notes.append(
+                f'nothing in the catalog says it has room for "{self.outcome.no_room.text}": '
+                "say so; the products listed have the most"
+            )
         elif self.outcome.no_close_match:
             notes.append(
                 "nothing in the catalog matches it closely: say so; "
                 "the products listed are the nearest it has"
             )
-        far = self.outcome.no_close_match or self.outcome.not_carried is not None
+        far = (
+            self.outcome.no_close_match
+            or self.outcome.not_carried is not None
+            or self.outcome.no_room is not None
+        )
         return Question(query, tuple(notes), "nearest" if far else "matches")
 
     def response_fields(self) -> dict[str, object]:
@@ -185,6 +194,9 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     if outcome.not_carried:
         far = f'The shop has nothing called "{outcome.not_carried}"; '
         far += "these are the closest products. "
+    elif outcome.no_room is not None:
+        far = f"Nothing in the catalog says it has room for {outcome.no_room.text}; "
+        far += "these have the most. "
     elif outcome.no_close_match:
         far = "Nothing in the catalog closely matches your request; "
         far += "these are the nearest products. "

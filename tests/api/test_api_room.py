@@ -1,0 +1,84 @@
+"""Room asked for, over real HTTP (app/query/capacity.py): products that say they hold
+fewer are not matches, and when the best match is one the answer says nothing has that
+room. JVM-free: a small catalog of its own (tents for two and four, a headlamp whose blurb
+mentions tent-mates, board games for two to six) written by the sync's own applier into
+an edge shard (tests/demo_index.py), served with SYNC_MODE=off.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.core.catalog import Product
+from app.core.config import Settings
+from app.embedding import Embedder
+from tests.demo_index import write_shard
+from tests.live_server import ServerThread
+
+
+def _p(pid: int, name: str, description: str, category: str, price: float) -> Product:
+    return Product(pid, 1_767_225_600_000, name, description, category, "Acme", price)
+
+
+CATALOG = [
+    _p(1, "Acme Ridge 2-Person Camping Tent", "A light tent for weekends at the campsite.",
+       "outdoor", 110.0),
+    _p(2, "Acme Summit 4-Person Camping Tent", "A roomy tent for family weekends at the "
+       "campsite.", "outdoor", 190.0),
+    _p(3, "Acme Cirrus Backpacking Tent", "A two-person backpacking tent that weighs 1.3 kg.",
+       "outdoor", 330.0),
+    _p(4, "Acme Red-Light Headlamp", "Red light that does not wake your tent-mates.",
+       "outdoor", 40.0),
+    _p(5, "Acme Strategy Board Game", "A board game for two to six players.", "toys", 45.0),
+    _p(6, "Acme Cooperative Board Game", "A board game the whole family can learn in ten "
+       "minutes.", "toys", 25.0),
+]  # fmt: skip
+NAMES = {p.id: p.name for p in CATALOG}
+
+
+@pytest.fixture(scope="module")
+def client(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    workdir = tmp_path_factory.mktemp("api-room")
+    settings = Settings(
+        qdrant_path=str(workdir / "qdrant"), sync_mode="off", sync_lock_dir=str(workdir)
+    )
+    write_shard(workdir / "build", embedder, settings, CATALOG)
+    shutil.copytree(workdir / "build", workdir / "qdrant")
+    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+        yield c
+
+
+def ask(client: httpx.Client, query: str) -> dict[str, Any]:
+    r = client.post("/recommend", json={"query": query, "top_k": 3})
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = r.json()
+    return answer
+
+
+def test_a_tent_for_fewer_people_is_no_match(client: httpx.Client) -> None:
+    """The 2-person tent matches every word but the count; the backpacking tent's text says
+    it is for two."""
+    answer = ask(client, "a tent for 4 people")
+    assert [p["id"] for p in answer["products"]] == [2], answer["products"]
+    assert not answer["message"].startswith("Nothing")
+
+
+def test_room_nothing_has_is_said_and_the_roomiest_are_offered(client: httpx.Client) -> None:
+    """Past the tents for two and four, the headlamp was the only product left: the answer
+    showed it as the top pick."""
+    answer = ask(client, "a tent for 8 people")
+    notice = "Nothing in the catalog says it has room for 8 people; these have the most."
+    assert answer["message"].startswith(notice), answer["message"]
+    assert "Top pick" not in answer["message"]
+    ids = [p["id"] for p in answer["products"]]
+    assert ids[0] == 2 and set(ids[1:]) <= {1, 3, 4}, ids
+
+
+def test_a_game_that_states_no_room_is_not_judged(client: httpx.Client) -> None:
+    answer = ask(client, "a board game for 4 players")
+    assert {p["id"] for p in answer["products"]} == {5, 6}, answer["products"]
