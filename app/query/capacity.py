@@ -58,12 +58,15 @@ class RoomReader:
         }
         return next(iter(found)) if len(found) == 1 else None
 
+    def stated(self, name: str, texts: Sequence[str], unit: str) -> int | None:
+        """The room of `unit` a product states: its `name`'s, else that of the text it
+        matched by (`texts`); None when neither states any."""
+        room = self._stated(self._in_name, [name], unit)
+        return room if room is not None else self._stated(self._in_text, texts, unit)
+
     def too_small(self, name: str, room: Room, texts: Sequence[str] = ()) -> bool:
-        """Whether `name`, or when it states none of the unit the text the product matched
-        by (`texts`), states room for fewer than `room` asks."""
-        stated = self._stated(self._in_name, [name], room.unit)
-        if stated is None:
-            stated = self._stated(self._in_text, texts, room.unit)
+        """Whether the product states room for fewer than `room` asks (see `stated`)."""
+        stated = self.stated(name, texts, room.unit)
         return stated is not None and stated < room.count
 
     def holding(
@@ -75,14 +78,13 @@ class RoomReader:
         return [p for p in products if not self.too_small(p.name, room, p.matched_content)]
 
     def roomiest(self, products: Sequence[RetrievedProduct], room: Room) -> list[RetrievedProduct]:
-        """`products` with the most room of `room`'s unit first (each room in their order)."""
-
-        def stated(p: RetrievedProduct) -> int:
-            return self._stated(self._in_name, [p.name], room.unit) or (
-                self._stated(self._in_text, p.matched_content, room.unit) or 0
-            )
-
-        return sorted(products, key=stated, reverse=True)
+        """`products` with the most room of `room`'s unit first (each room in their order;
+        those that state none last)."""
+        return sorted(
+            products,
+            key=lambda p: self.stated(p.name, p.matched_content, room.unit) or 0,
+            reverse=True,
+        )
 
     def _stated(self, pattern: re.Pattern[str], texts: Sequence[str], unit: str) -> int | None:
         """The most room of `unit` the first of `texts` that states any says (a range's top)."""
