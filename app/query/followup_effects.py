@@ -10,9 +10,10 @@ which shown products the turn is about.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import statistics
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -186,9 +187,20 @@ def _about_all(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> No
     r.take(m)
 
 
+def cheaper_cap(prices: Sequence[float]) -> float:
+    """A round price below the median of `prices` ($10 steps from $100, $5 from $20, else
+    $1): "≤ $120", not "≤ $126.48", the median of $107.99 and $144.99 less a cent. Never
+    below the dearest of the cheaper half, which stays in view to compare."""
+    median = statistics.median(prices)
+    step = 10 if median >= 100 else 5 if median >= 20 else 1
+    below = math.floor(round((median - 0.01) / step, 6)) * step
+    return max([float(below), *(float(p) for p in prices if p < median)])
+
+
 def _cheaper(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
-    """Lower prices first, and a cap strictly below the median price shown within the last
-    bounds: the cheaper half stays in view to compare, with whatever else is that cheap."""
+    """Lower prices first, and a cap below the median price shown within the last bounds
+    (`cheaper_cap`): the cheaper half stays in view to compare, with whatever else is that
+    cheap."""
     assert m is not None
     r.take(m)
     text = m.group(0)
@@ -197,7 +209,7 @@ def _cheaper(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None
     # A budget stated in the same words wins; when nothing shown fitted, the carried
     # bound (if any) stays as it was.
     if r.parsed.get("max_price") is None and prices:
-        cap = round(statistics.median(prices) - 0.01, 2)  # prices are in cents
+        cap = cheaper_cap(prices)
         carried = next((c for c in r.state.filters if c.field == "max_price"), None)
         if carried is not None:
             cap = min(cap, float(carried.value))

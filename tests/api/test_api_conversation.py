@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import statistics
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +22,7 @@ from app.api.conversation import ConversationCodec
 from app.core.catalog import Product
 from app.core.config import Settings
 from app.embedding import Embedder
+from app.query.followup_effects import cheaper_cap
 from app.query.turn import ConversationState, ShownProduct
 from app.query.types import Constraint
 from tests.demo_index import write_shard
@@ -124,7 +124,7 @@ def test_cheaper_lowers_the_budget_below_what_was_shown(
 ) -> None:
     answer = ask(client, "cheaper", first["conversation"])
     shown = [p["price"] for p in first["products"]]
-    cap = round(statistics.median(shown) - 0.01, 2)
+    cap = cheaper_cap(shown)
     assert cap < 100
     assert ("max_price", cap, "query") in filters(answer)
     assert answer["search_text"] == "running shoes"

@@ -11,6 +11,7 @@ import pytest
 
 from app.query import OfflineQueryParser, plan_filters
 from app.query.followup import FollowUpError, FollowUpReader
+from app.query.followup_effects import cheaper_cap
 from app.query.spelling import Speller, catalog_word_counts, name_ends
 from app.query.turn import ConversationState, ShownProduct, Turn
 from app.query.types import Constraint, FilterField
@@ -54,10 +55,26 @@ def test_without_a_conversation_the_parse_is_the_turn() -> None:
 def test_cheaper_caps_below_the_median_price_shown_within_the_bounds(query: str) -> None:
     turn = read(query)
     assert turn.follow_up and turn.parsed.search_text == "running shoes"
-    # Median of 45, 60, 75, 89, 95 (the $120 one was outside the budget): 75, exclusive.
-    assert ("max_price", 74.99, "query") in applied(turn)
+    # Median of 45, 60, 75, 89, 95 (the $120 one was outside the budget): 75; a round price
+    # below it, $70, with the cheaper half ($45, $60) in view.
     assert ("price_preference", "low", "query") in applied(turn)
-    assert [f for f in applied(turn) if f[0] == "max_price"] == [("max_price", 74.99, "query")]
+    assert [f for f in applied(turn) if f[0] == "max_price"] == [("max_price", 70.0, "query")]
+
+
+@pytest.mark.parametrize(
+    ("prices", "cap"),
+    [
+        ([107.99, 144.99], 120.0),  # not $126.48
+        ([144.99, 380.99], 260.0),
+        ([48.0, 52.0], 48.0),  # a round $45 would hide the cheaper one shown
+        ([8.49, 8.99], 8.49),
+        ([19.99], 19.0),
+    ],
+)
+def test_the_cheaper_cap_is_a_round_price_that_keeps_the_cheaper_half(
+    prices: list[float], cap: float
+) -> None:
+    assert cheaper_cap(prices) == cap
 
 
 def test_cheaper_never_raises_the_budget() -> None:
@@ -406,4 +423,4 @@ def test_a_word_before_a_cue_modifies_it(query: str) -> None:
     read as a kind the shop lacks: searched alone, the budget was lost."""
     turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, WORDY)
     assert turn.follow_up and turn.parsed.search_text == "running shoes"
-    assert [f for f in applied(turn) if f[0] == "max_price"] == [("max_price", 74.99, "query")]
+    assert [f for f in applied(turn) if f[0] == "max_price"] == [("max_price", 70.0, "query")]
