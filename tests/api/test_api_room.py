@@ -2,7 +2,8 @@
 fewer are not matches, and when the best match is one the answer says nothing has that
 room. JVM-free: a small catalog of its own (tents for two and four, a headlamp whose blurb
 mentions tent-mates, board games for two to six) written by the sync's own applier into
-an edge shard (tests/demo_index.py), served with SYNC_MODE=off.
+an edge shard (tests/demo_index.py), served with SYNC_MODE=off; the answers come from the
+local LLM server, so a test can read what it was told.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from app.core.config import Settings
 from app.embedding import Embedder
 from tests.demo_index import write_shard
 from tests.live_server import ServerThread
+from tests.openai_stub import OpenAIStub
 
 
 def _p(pid: int, name: str, description: str, category: str, price: float) -> Product:
@@ -42,10 +44,16 @@ NAMES = {p.id: p.name for p in CATALOG}
 
 
 @pytest.fixture(scope="module")
-def client(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+def client(
+    embedder: Embedder, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
+) -> Iterator[httpx.Client]:
     workdir = tmp_path_factory.mktemp("api-room")
     settings = Settings(
-        qdrant_path=str(workdir / "qdrant"), sync_mode="off", sync_lock_dir=str(workdir)
+        openai_api_key="test",
+        openai_base_url=openai_stub_server.base_url,
+        qdrant_path=str(workdir / "qdrant"),
+        sync_mode="off",
+        sync_lock_dir=str(workdir),
     )
     write_shard(workdir / "build", embedder, settings, CATALOG)
     shutil.copytree(workdir / "build", workdir / "qdrant")
@@ -68,15 +76,22 @@ def test_a_tent_for_fewer_people_is_no_match(client: httpx.Client) -> None:
     assert not answer["message"].startswith("Nothing")
 
 
-def test_room_nothing_has_is_said_and_the_roomiest_are_offered(client: httpx.Client) -> None:
+def test_room_nothing_has_is_said_and_the_roomiest_are_offered(
+    client: httpx.Client, openai_stub: OpenAIStub
+) -> None:
     """Past the tents for two and four, the headlamp was the only product left: the answer
     showed it as the top pick."""
     answer = ask(client, "a tent for 8 people")
     notice = "Nothing in the catalog says it has room for 8 people; these have the most."
     assert answer["message"].startswith(notice), answer["message"]
-    assert "Top pick" not in answer["message"]
     ids = [p["id"] for p in answer["products"]]
     assert ids[0] == 2 and set(ids[1:]) <= {1, 3, 4}, ids
+    assert answer["generator"] == "openai" and not answer["degraded"]
+    told = openai_stub.requests[-1].message("user")
+    assert (
+        "Shopper's request: a tent for 8 people (nothing in the catalog says it has room for "
+        '"8 people": say so; the products listed have the most)'
+    ) in told, told
 
 
 def test_a_game_that_states_no_room_is_not_judged(client: httpx.Client) -> None:
