@@ -53,6 +53,9 @@ class Phrasebook:
     count_words: dict[str, int]
     # "for 4 people": a product named "2-Person …" holds too few (app/query/capacity.py).
     capacity_units: dict[str, str]
+    # Why or for whom, not what: left out of the word match ("a gift for a runner" matched
+    # the pens that arrive "in a gift box"); the meaning keeps them (app/query/search.py).
+    unsearched_words: list[str]
     # "not", "without": what follows is not wanted (app/query/negation.py; follow-ups too).
     negations: list[str]
     # "no dig edging", "salt free ice melt": a catalog that names products by an absence.

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from app.query.capacity import Room
+from app.query.phrasebook import alternation, load_phrasebook
 from app.query.plan import FilterPlan
 from app.retrieval import Query, Retriever
 from app.retrieval.types import RetrievedProduct
@@ -141,6 +144,19 @@ def log_outside(flt: SearchFilter) -> Callable[[RetrievedProduct], float | None]
     return cost
 
 
+@lru_cache(maxsize=1)
+def _unsearched() -> re.Pattern[str]:
+    words = alternation(load_phrasebook().unsearched_words)
+    return re.compile(rf"(?<![\w-])(?:{words})(?![\w-])", re.I)
+
+
+def lexical_text(text: str) -> str:
+    """`text` for the word match: without the phrasebook's `unsearched_words`, which say why
+    or for whom rather than what ("a gift for a runner" matched the pens that arrive "in a
+    gift box"). The meaning (the dense branch) still reads them."""
+    return _unsearched().sub(" ", text)
+
+
 def constrained_retrieve(
     retriever: Retriever, text: str, top_k: int, plan: FilterPlan, margin: float | None = None
 ) -> SearchOutcome:
@@ -177,7 +193,7 @@ def constrained_retrieve(
         mode = "dense"
         # "gear", "stuff", "show me" say nothing of a product: the category's name does.
         text = flt.category or text
-    query = Query(text)  # embedded once, whichever searches below run
+    query = Query(text, lexical=lexical_text(text))  # embedded once, for every search below
     # Under a category the shopper named or chose, what is shown is of the kind asked for;
     # the retriever leaves the name out of the BM25 query there, and the close-match bar,
     # set where it counted, called "show me books" and "toys for a 5 year old" far.

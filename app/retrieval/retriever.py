@@ -89,6 +89,8 @@ class Query:
     text: str
     dense: npt.NDArray[np.float32] | None = None
     sparse: SparseVec | None = None
+    # The words BM25 matches, when not all of `text` ("a gift for a runner": "for a runner").
+    lexical: str | None = None
 
 
 class Retriever:
@@ -252,7 +254,7 @@ class Retriever:
         if mode != "sparse" and q.dense is None:
             q.dense = self.embedder.embed([q.text])[0]
         if mode != "dense" and q.sparse is None:
-            q.sparse = query_sparse(q.text)
+            q.sparse = query_sparse(q.text if q.lexical is None else q.lexical)
         vector = q.dense if mode != "sparse" else None
         sparse = q.sparse if mode != "dense" else None
         category = searches[0][0].category if searches and searches[0][0] is not None else None
