@@ -202,18 +202,20 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
         far += "these are the nearest products. "
     bounds = " and ".join(f.label for f in plan.applied if f.field in ("min_price", "max_price"))
     if outcome.nearest:
-        return (
+        return far + (
             f"Nothing in the catalog matches your request at {bounds}. "
             "These are the nearest matches, outside that price range. "
         )
     if not outcome.closest_outside:
         return far
     n = len(outcome.products)
-    fit = "1 product matches" if n == 1 else f"{n} products match"
-    return far + (
-        f"Only {fit} your request at {bounds}; the closest ones outside that price range "
-        "are offered separately. "
-    )
+    if far:  # "Only 3 products match", after "nothing closely matches", read as a contradiction
+        fit = "1 of them is" if n == 1 else f"{n} of them are"
+        fit = f"Only {fit} at {bounds}"
+    else:
+        fit = "1 product matches" if n == 1 else f"{n} products match"
+        fit = f"Only {fit} your request at {bounds}"
+    return far + f"{fit}; the closest ones outside that price range are offered separately. "
 
 
 def recommend_response(
