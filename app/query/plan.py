@@ -51,7 +51,7 @@ class FilterPlan:
     # The words name nothing but the category filtered on ("toys", "outdoor gear"): every
     # product in it is what was asked for (app.query.category, `browses`).
     browse: bool = False
-    # "a tent for 4 people": products whose names say they hold fewer are not matches.
+    # "a tent for 4 people": products that say they hold fewer are not matches.
     room: Room | None = None
 
     def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:

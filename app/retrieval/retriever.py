@@ -92,6 +92,11 @@ class Query:
     # The words BM25 matches, when not all of `text` ("a gift for a runner": "for a runner").
     lexical: str | None = None
 
+    @property
+    def words(self) -> str:
+        """What is matched word for word: BM25, and the ranker's word-match features."""
+        return self.text if self.lexical is None else self.lexical
+
 
 class Retriever:
     """Args:
@@ -197,7 +202,7 @@ class Retriever:
         # A page deeper than RANKER_CANDIDATES (app.eval's top 100) keeps the top the service
         # shows: the ranker re-orders the first RANKER_CANDIDATES, the rest stay fused.
         hits = self.candidates(q, max(limit, self.ranker_candidates), flt, mode=mode, floor=floor)
-        ranked = self.ranker.rank(q.text, flt, hits, self.ranker_candidates)[:limit]
+        ranked = self.ranker.rank(q.words, flt, hits, self.ranker_candidates)[:limit]
         return [to_retrieved(r.hit, r.probability) for r in ranked]
 
     def candidates(
@@ -254,7 +259,7 @@ class Retriever:
         if mode != "sparse" and q.dense is None:
             q.dense = self.embedder.embed([q.text])[0]
         if mode != "dense" and q.sparse is None:
-            q.sparse = query_sparse(q.text if q.lexical is None else q.lexical)
+            q.sparse = query_sparse(q.words)
         vector = q.dense if mode != "sparse" else None
         sparse = q.sparse if mode != "dense" else None
         category = searches[0][0].category if searches and searches[0][0] is not None else None
