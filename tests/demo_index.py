@@ -96,6 +96,24 @@ def replica_client(demo_shard: DemoShard, workdir: Path) -> Iterator[httpx.Clien
         yield c
 
 
+@contextlib.contextmanager
+def catalog_client(
+    embedder: Embedder, workdir: Path, products: list[Product], **settings: Any
+) -> Iterator[httpx.Client]:
+    """A client of a real uvicorn serving `products` alone from an edge shard of its own
+    (`SYNC_MODE=off`), with `settings` (a test's own small catalog)."""
+    served = Settings(
+        qdrant_path=str(workdir / "qdrant"),
+        sync_mode="off",
+        sync_lock_dir=str(workdir),
+        **settings,
+    )
+    write_shard(workdir / "build", embedder, served, products)
+    shutil.copytree(workdir / "build", workdir / "qdrant")
+    with ServerThread(served) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+        yield c
+
+
 # A module's client of one replica (imported as `demo_client_fixture`, used as `demo_client`).
 @pytest.fixture(scope="module", name="demo_client")
 def demo_client_fixture(

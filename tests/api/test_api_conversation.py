@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,13 +19,11 @@ import pytest
 
 from app.api.conversation import ConversationCodec
 from app.core.catalog import Product
-from app.core.config import Settings
 from app.embedding import Embedder
 from app.query.followup_effects import cheaper_cap
 from app.query.turn import ConversationState, ShownProduct
 from app.query.types import Constraint
-from tests.demo_index import write_shard
-from tests.live_server import ServerThread
+from tests.demo_index import catalog_client
 from tests.openai_stub import OpenAIStub
 from tests.synctools import wait_for
 
@@ -78,20 +75,16 @@ BY_ID = {p.id: p for p in CATALOG}
 def client(
     embedder: Embedder, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
 ) -> Iterator[httpx.Client]:
-    workdir = tmp_path_factory.mktemp("api-conversation")
     # The answers come from the local LLM server, so a test can read what it was asked.
-    settings = Settings(
+    with catalog_client(
+        embedder,
+        tmp_path_factory.mktemp("api-conversation"),
+        CATALOG,
         openai_api_key="test",
         openai_base_url=openai_stub_server.base_url,
-        qdrant_path=str(workdir / "qdrant"),
-        sync_lock_dir=str(workdir),
-        sync_mode="off",
         conversation_secret=SECRET,
         conversation_ttl_seconds=TTL,
-    )
-    write_shard(workdir / "build", embedder, settings, CATALOG)
-    shutil.copytree(workdir / "build", workdir / "qdrant")
-    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+    ) as c:
         yield c
 
 

@@ -8,7 +8,6 @@ local LLM server, so a test can read what it was told.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,10 +15,8 @@ import httpx
 import pytest
 
 from app.core.catalog import Product
-from app.core.config import Settings
 from app.embedding import Embedder
-from tests.demo_index import write_shard
-from tests.live_server import ServerThread
+from tests.demo_index import catalog_client
 from tests.openai_stub import OpenAIStub
 
 
@@ -40,24 +37,19 @@ CATALOG = [
     _p(6, "Acme Cooperative Board Game", "A board game the whole family can learn in ten "
        "minutes.", "toys", 25.0),
 ]  # fmt: skip
-NAMES = {p.id: p.name for p in CATALOG}
 
 
 @pytest.fixture(scope="module")
 def client(
     embedder: Embedder, tmp_path_factory: pytest.TempPathFactory, openai_stub_server: OpenAIStub
 ) -> Iterator[httpx.Client]:
-    workdir = tmp_path_factory.mktemp("api-room")
-    settings = Settings(
+    with catalog_client(
+        embedder,
+        tmp_path_factory.mktemp("api-room"),
+        CATALOG,
         openai_api_key="test",
         openai_base_url=openai_stub_server.base_url,
-        qdrant_path=str(workdir / "qdrant"),
-        sync_mode="off",
-        sync_lock_dir=str(workdir),
-    )
-    write_shard(workdir / "build", embedder, settings, CATALOG)
-    shutil.copytree(workdir / "build", workdir / "qdrant")
-    with ServerThread(settings) as server, httpx.Client(base_url=server.url, timeout=30) as c:
+    ) as c:
         yield c
 
 
