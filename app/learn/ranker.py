@@ -87,7 +87,7 @@ from app.learn.tree_onnx import convert_file
 from app.learned import MANIFEST, MANIFEST_FORMAT
 from app.query import OfflineQueryParser, plan_filters
 from app.query.category import CategoryVocabulary
-from app.query.search import lexical_text
+from app.query.search import search_query
 from app.query.spelling import Speller, read_speller
 from app.ranking.calibration import Calibration, fit_isotonic
 from app.ranking.features import FEATURES, FUSED, feature_matrix
@@ -100,7 +100,7 @@ from app.ranking.model import (
     prior,
 )
 from app.ranking.trees import TreeModel
-from app.retrieval import Query, Retriever
+from app.retrieval import Retriever
 from app.store.base import ProductHit
 from app.sync.progress import Progress
 
@@ -182,8 +182,7 @@ def collect(
         parsed = parser.parse(text, categories, speller)
         plan = plan_filters(parsed, None)
         flt = None if plan.search_filter.is_empty else plan.search_filter
-        # As the service searches (app.query.search): the same words matched word for word.
-        query = Query(parsed.search_text, lexical=lexical_text(parsed.search_text))
+        query = search_query(parsed.search_text)  # the words the service matches, too
         hits = retriever.candidates(query, depth, flt)
         return hits, feature_matrix(query.words, flt, hits)
 

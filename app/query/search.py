@@ -157,6 +157,11 @@ def lexical_text(text: str) -> str:
     return _unsearched().sub(" ", text)
 
 
+def search_query(text: str) -> Query:
+    """The `Query` the service searches `text` with (the ranker's trainer too)."""
+    return Query(text, lexical=lexical_text(text))
+
+
 def constrained_retrieve(
     retriever: Retriever, text: str, top_k: int, plan: FilterPlan, margin: float | None = None
 ) -> SearchOutcome:
@@ -181,7 +186,7 @@ def constrained_retrieve(
     # mentions "tent-mates" scores within 10% of the tents.
     mode: RetrievalMode | None = None if retriever.scores_are_similarities else "dense"
     cut = retriever.relevance_margin if margin is None else margin
-    # Re-ordering, and products left out by their names' room, need more to choose from.
+    # Re-ordering, and products left out for the room they state, need more to choose from.
     reorders = plan.prefer_low_price or plan.prefer_popular or plan.room is not None
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
@@ -193,7 +198,7 @@ def constrained_retrieve(
         mode = "dense"
         # "gear", "stuff", "show me" say nothing of a product: the category's name does.
         text = flt.category or text
-    query = Query(text, lexical=lexical_text(text))  # embedded once, for every search below
+    query = search_query(text)  # embedded once, for every search below
     # Under a category the shopper named or chose, what is shown is of the kind asked for;
     # the retriever leaves the name out of the BM25 query there, and the close-match bar,
     # set where it counted, called "show me books" and "toys for a 5 year old" far.
