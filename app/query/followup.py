@@ -22,7 +22,7 @@ import logging
 import re
 from collections.abc import Collection
 
-from app.core.words import plain_forms
+from app.core.words import plain_forms, split_words
 from app.query.brands import BrandFinder
 from app.query.followup_effects import EFFECTS, Compiled, FollowUpError, Reading, take_heard
 from app.query.followup_rules import ON_REST, Rule, compile_rule, load_rules
@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 _MATCHED_BY_EFFECT = frozenset({"catalog_brands", "rest_edges", "rest"})
 # Left of a restated count, these say nothing the search text does not ("for", "a").
 _RESTATED_FILLERS = frozenset({"a", "an", "the", "for", "of", "in"})
+# An indefinite article right before a word, which the word's first letter chooses.
+_ARTICLE = re.compile(r"(?<![\w-])an?\s+$", re.I)
 
 
 class FollowUpReader:
@@ -65,6 +67,15 @@ class FollowUpReader:
         self._for_count = re.compile(rf"(?<![\w-])for\s+(\d+|{counts})(?![\w-])", re.I)
         self._restated_fillers = _RESTATED_FILLERS | set(book.followup_trailing)
         self.kinds = KindReader(book)
+        # Words before a kind that qualify it rather than name a sort of it ("lighter": the
+        # kept openers' comparatives).
+        self._not_a_sort = {
+            *book.attribute_words,
+            *book.followup_kept_openers,
+            *book.determiners,
+            *book.function_words,
+            *book.count_words,
+        }
         self._on_query = [c for c in compiled if c.rule.at not in ON_REST]
         self._on_rest = [c for c in compiled if c.rule.at in ON_REST]
 
@@ -113,6 +124,7 @@ class FollowUpReader:
             return Turn(ParsedQuery(r.query, r.words, r.parsed.constraints, parsed.parser))
         like = r.like if not r.words or r.pointed else None  # new words: a text search again
         text, words = self._restated(state.search_text, r.words)
+        text, words = self._renamed(text, words)
         if words and words.lower() not in text.lower():
             # Past MAX_SEARCH_TEXT the text stops growing (it travels in the token).
             text = f"{text} {words}"[:MAX_SEARCH_TEXT].strip()
@@ -148,6 +160,41 @@ class FollowUpReader:
         while rest and rest[0].lower().strip(",.!?") in self._restated_fillers:
             rest.pop(0)
         return text, " ".join(rest)
+
+    def _renamed(self, text: str, words: str) -> tuple[str, str]:
+        """`text` with the sort of its kind that `words` name instead ("what about a hand
+        mixer?" after "a stand mixer": "a hand mixer"), and what is left of `words` to add.
+        Added, it searched "a stand mixer hand mixer" and the stand mixers kept ranking. A
+        colour, material, size or comparison qualifies instead ("a black jacket", "lighter
+        shoes"), and so does a quality by its ending ("washable")."""
+        new, old = self.kinds.named(words), self.kinds.named(text)
+        if (
+            new is None
+            or old is None
+            or not set(plain_forms(new.head)) & set(plain_forms(old.head))
+        ):
+            return text, words
+        sort, was = new.before, old.before
+        said = [w for w in split_words(words) if w not in self.book.determiners]
+        if (
+            said != [sort, new.head]
+            or sort == was
+            or not was.isalpha()
+            or {sort, was} & self._not_a_sort
+            or self.kinds.is_quality(sort)
+        ):
+            return text, words
+        at = re.search(
+            rf"(?<![\w-]){re.escape(was)}(?=[\s-]+{re.escape(old.head)}(?![\w-]))", text, re.I
+        )
+        if at is None:
+            return text, words
+        start = at.start()
+        article = _ARTICLE.search(text[:start])
+        if article is not None:  # "an electric kettle": "a stovetop kettle"
+            start = article.start()
+            sort = f"{'an' if sort[0] in 'aeiou' else 'a'} {sort}"
+        return text[:start] + sort + text[at.end() :], ""
 
     def _apply(self, c: Compiled, r: Reading, text: str) -> None:
         if c.rule.at in _MATCHED_BY_EFFECT:

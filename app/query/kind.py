@@ -15,6 +15,11 @@ one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"
 - it is in no category's name;
 - no product shown mentions it in its name or in the text it matched by (a "Trail Cooker"
   whose description says "stove" is one).
+A sort of a kind the shop carries is judged the same way by the word right before the head
+("a hand mixer" where every mixer is a stand mixer, "sony headphones", "a purple kettle"):
+the answer names both words. That word is not judged when it says how or how much
+("enhancing", "quicker", a quality) or when the head is one of several ("wine and beverage
+refrigerator").
 The products shown do not change: the answer says what the shop lacks and offers them as
 the nearest it has. A follow-up that opens with such a word ("got any stoves?" after
 tents) is a new question (app/query/followup_effects.py, `new_kind`).
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
+from typing import NamedTuple
 
 from app.core.words import CLAUSE_BREAK, plain_forms, split_words
 from app.query.phrasebook import Phrasebook
@@ -36,6 +42,8 @@ _PARTICIPLE_OR_ADVERB = re.compile(r"^\w{3,}(?:ed|ly)$")
 # "a gift for a hiker"): the query names no kind, unless a search verb came first
 # ("looking for a stove": the phrasebook's `kind_openers`).
 _PURPOSE = {"to", "for"}
+# A head joined to another names one of several things ("wine and beverage refrigerator").
+_JOINS = frozenset({"and", "or"})
 # Tools are named by what they do: the tokenizer splits "grinder" into "grind" + "##er".
 _AGENT_ENDINGS = ("er", "r")
 
@@ -85,12 +93,23 @@ def same_kind_first(
     return [p for p in products if same(p)] + [p for p in products if not same(p)]
 
 
+class Named(NamedTuple):
+    """What a query names: its head, the word right before it and the function word
+    after it ("" for none): ("hand", "mixer", "") for "a hand mixer", ("a", "tent", "for")
+    for "a tent for two"."""
+
+    before: str
+    head: str
+    then: str
+
+
 class KindReader:
     def __init__(self, book: Phrasebook) -> None:
         self._stop = set(book.function_words)
         self._determiners = set(book.determiners)
         self._skip = {*book.not_kind_words, *book.determiners, *book.category_kind_words}
         self._seeking = {"", *book.kind_openers}
+        self._comparing = set(book.followup_kept_openers)
         # A few letters before the ending: "adhesive" is a quality here, "drive" is not.
         self._attribute = re.compile(rf"^\w{{4,}}(?:{'|'.join(book.attribute_endings)})$")
 
@@ -99,27 +118,42 @@ class KindReader:
         or None when it names none (only numbers, or only words that are never a kind).
         `opening`: only a head the text opens with, determiners and `not_kind_words`
         aside ("got any stoves?"; not "any in canvas", which qualifies)."""
+        named = self.named(text, opening)
+        return named.head if named else None
+
+    def named(self, text: str, opening: bool = False) -> Named | None:
+        """The head as `head` reads it, with the words either side of it."""
         words: list[str] = []
+        before = ""  # the word read just before the last one kept, whatever it was
         skipped = ""
+        then = ""
         for clause in CLAUSE_BREAK.split(text):
+            previous = ""
             for word in split_words(clause):
                 if word in self._stop:
                     if words:
+                        then = word
                         break
                     if word in _PURPOSE and skipped not in self._seeking:
                         return None  # "something to cook on", "a gift for a hiker"
                     if opening and word not in self._determiners:
                         return None
+                    previous = word
                     continue  # "I need a …", "looking for …": nothing named yet
-                if word in self._skip or self._is_quality(word):
+                if word in self._skip or self.is_quality(word):
                     skipped = word
                 else:
                     words.append(word)
+                    before = previous
+                previous = word
             if words:
                 break
-        return words[-1] if words and words[-1].isalpha() else None
+        if not words or not words[-1].isalpha():
+            return None
+        return Named(before, words[-1], then)
 
-    def _is_quality(self, word: str) -> bool:
+    def is_quality(self, word: str) -> bool:
+        """A quality by its ending (`attribute_endings`, "-ed", "-ly"), not a kind."""
         return bool(self._attribute.match(word) or _PARTICIPLE_OR_ADVERB.match(word))
 
     def not_carried(
@@ -132,11 +166,31 @@ class KindReader:
         """The head of `text` when the shop carries nothing of that kind (see the module),
         else None. Without the catalog's words (not read yet, or QUERY_SPELLING=false)
         nothing is judged."""
-        head = self.head(text)
-        if head is None or not shown or not lacks(head, speller, categories):
+        named = self.named(text)
+        if named is None or not shown:
             return None
-        forms = set(plain_forms(head))
-        for p in shown:
-            if any(forms & set(split_words(t)) for t in (p.name, *p.matched_content)):
-                return None
-        return head
+        before, head, then = named
+        if lacks(head, speller, categories) and not _mentioned(head, shown):
+            return head
+        # The kind is carried, but not this sort of it: "a hand mixer" where every mixer is
+        # a stand mixer, "sony headphones" where no product says Sony. Not judged: a head
+        # that is one of several ("wine and beverage refrigerator"), or a word before it
+        # that says how it is or compares ("enhancing sealers", "quicker").
+        if (
+            then not in _JOINS
+            and before.isalpha()
+            and before not in self._skip
+            and before not in self._comparing
+            and not before.endswith("ing")
+            and not self.is_quality(before)
+            and lacks(before, speller, categories)
+            and not _mentioned(before, shown)
+        ):
+            return f"{before} {head}"
+        return None
+
+
+def _mentioned(word: str, shown: Sequence[RetrievedProduct]) -> bool:
+    """Whether a product shown uses `word` (any plain form) in its name or matched text."""
+    forms = set(plain_forms(word))
+    return any(forms & set(split_words(t)) for p in shown for t in (p.name, *p.matched_content))

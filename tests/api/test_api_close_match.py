@@ -114,3 +114,26 @@ def test_the_stream_names_what_the_shop_lacks(demo_client: httpx.Client) -> None
     text = _streamed(demo_client, "a camping stove")
     assert '"not_carried":"stove"' in text.replace(" ", "")
     assert LACKS.format("stove").replace('"', '\\"') in text  # inside the events' JSON
+
+
+def test_a_sort_of_a_carried_kind_the_shop_lacks_is_named(demo_client: httpx.Client) -> None:
+    """The demo sells stand mixers and no hand mixer, headphones and nothing by Sony: before,
+    stand mixers and other brands' headphones were offered as matches, with no word said."""
+    answer = _judged(demo_client, "sony headphones")
+    assert answer["not_carried"] == "sony headphones"
+    assert answer["message"].startswith(LACKS.format("sony headphones")), answer["message"]
+    assert "Headphones" in answer["products"][0]["name"]
+    # Asked as a follow-up, the sort replaces the one searched ("a stand mixer hand mixer"
+    # kept the stand mixers ranking as matches).
+    mixers = _ask(demo_client, "a stand mixer")
+    assert mixers["not_carried"] is None
+    r = demo_client.post(
+        "/recommend",
+        json={"query": "what about a hand mixer?", "conversation": mixers["conversation"]},
+    )
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["search_text"] == "a hand mixer"
+    assert answer["not_carried"] == "hand mixer"
+    assert answer["message"].startswith(LACKS.format("hand mixer") + " Closest: ")
+    assert "Stand Mixer" in answer["products"][0]["name"]

@@ -370,6 +370,31 @@ def test_a_new_count_of_the_unit_searched_replaces_it(last: str, query: str, sea
 
 
 @pytest.mark.parametrize(
+    ("last", "query", "search"),
+    [
+        ("a stand mixer", "what about a hand mixer?", "a hand mixer"),
+        ("an electric kettle", "how about a stovetop kettle", "a stovetop kettle"),
+        ("a stand mixer for bread", "what about hand mixers", "a hand mixer for bread"),
+        ("a desk lamp", "what about a floor lamp", "a floor lamp"),
+        # A colour, material or size qualifies the kind: added, as any refinement.
+        ("waterproof jackets", "what about black jackets", "waterproof jackets black jackets"),
+        # Nothing named the sort before, or more than the sort and the kind is said.
+        ("a tent for two", "what about a family tent", "a tent for two family tent"),
+        (
+            "a stand mixer",
+            "what about a hand mixer with a whisk",
+            "a stand mixer hand mixer with a whisk",
+        ),
+    ],
+)
+def test_another_sort_of_the_kind_searched_replaces_it(last: str, query: str, search: str) -> None:
+    """Added, "what about a hand mixer?" searched "a stand mixer hand mixer", and the stand
+    mixers kept coming first."""
+    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    assert turn.follow_up and turn.parsed.search_text == search
+
+
+@pytest.mark.parametrize(
     "query",
     [
         "what about the first aid kit?",

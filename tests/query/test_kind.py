@@ -87,6 +87,39 @@ def test_a_product_shown_that_mentions_the_kind_is_one() -> None:
     assert READER.not_carried("a camping stove", SPELLER, [TENT, cooker]) is None
 
 
+def test_a_sort_of_a_carried_kind_no_product_is_called_is_named() -> None:
+    # Kettles are carried; no product says "purple" or "sony".
+    kettle = RetrievedProduct(3, NAMES[3], "kitchen", "Ironleaf", 43.0, 0.8, ["Quick."])
+    speller = Speller(catalog_word_counts(NAMES), DICTIONARY | {"purple", "sony", "hand"})
+    assert READER.not_carried("a purple kettle", speller, [kettle]) == "purple kettle"
+    assert READER.not_carried("sony headphones", speller, [kettle]) == "sony headphones"
+    assert READER.not_carried("a purple kettle for tea", speller, [kettle]) == "purple kettle"
+
+
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        ("an electric kettle", "a name uses the word before the kind"),
+        ("a gooseneck kettle", "a name uses it, though not right before the kind"),
+        ("a kettle", "nothing before the kind but an article"),
+        ("a washable kettle", "a quality by its ending, which names need not use"),
+        ("a purpel kettle", "not a word the encoder knows whole: a typo"),
+    ],
+)
+def test_a_sort_the_catalog_names_or_cannot_tell_is_not_named(query: str, why: str) -> None:
+    kettle = RetrievedProduct(3, NAMES[3], "kitchen", "Ironleaf", 43.0, 0.8, ["Quick."])
+    speller = Speller(catalog_word_counts(NAMES), DICTIONARY | {"purple", "washable"})
+    assert READER.not_carried(query, speller, [kettle]) is None, why
+
+
+def test_a_sort_a_product_shown_mentions_is_carried() -> None:
+    kettle = RetrievedProduct(
+        3, NAMES[3], "kitchen", "Ironleaf", 43.0, 0.8, ["Comes in a purple finish."]
+    )
+    speller = Speller(catalog_word_counts(NAMES), DICTIONARY | {"purple"})
+    assert READER.not_carried("a purple kettle", speller, [kettle]) is None
+
+
 def test_a_category_named_so_is_carried() -> None:
     assert READER.not_carried("a drone", SPELLER, [TENT]) == "drone"
     assert READER.not_carried("a drone", SPELLER, [TENT], ["drones & cameras"]) is None
