@@ -163,11 +163,12 @@ class KindReader:
         shown: Sequence[RetrievedProduct],
         categories: Iterable[str] = (),
     ) -> str | None:
-        """The head of `text` when the shop carries nothing of that kind (see the module),
-        else None. Without the catalog's words (not read yet, or QUERY_SPELLING=false)
-        nothing is judged."""
+        """The head of `text` (or the word before it and the head) when the shop carries
+        nothing of that kind (see the module), else None; with no product `shown`, the
+        names alone judge. Without the catalog's words (not read yet, or
+        QUERY_SPELLING=false) nothing is judged."""
         named = self.named(text)
-        if named is None or not shown:
+        if named is None:
             return None
         before, head, then = named
         if lacks(head, speller, categories) and not _mentioned(head, shown):

@@ -137,3 +137,13 @@ def test_a_sort_of_a_carried_kind_the_shop_lacks_is_named(demo_client: httpx.Cli
     assert answer["not_carried"] == "hand mixer"
     assert answer["message"].startswith(LACKS.format("hand mixer") + " Closest: ")
     assert "Stand Mixer" in answer["products"][0]["name"]
+
+
+def test_a_kind_the_shop_lacks_is_named_when_nothing_is_offered(
+    demo_client: httpx.Client,
+) -> None:
+    """Nothing in the demo is near a bike: the answer said only "no matching products"."""
+    answer = _judged(demo_client, "a kids bike")
+    assert answer["products"] == []
+    assert answer["not_carried"] == "bike"
+    assert answer["message"].startswith('The shop has nothing called "bike". Sorry, no match')

@@ -125,10 +125,13 @@ def test_a_category_named_so_is_carried() -> None:
     assert READER.not_carried("a drone", SPELLER, [TENT], ["drones & cameras"]) is None
 
 
-def test_without_the_catalogs_words_or_products_nothing_is_judged() -> None:
+def test_without_the_catalogs_words_nothing_is_judged() -> None:
     assert READER.not_carried("a camping stove", None, [TENT]) is None
     assert READER.not_carried("a camping stove", Speller({}, DICTIONARY), [TENT]) is None
-    assert READER.not_carried("a camping stove", SPELLER, []) is None
+    # No product shown: the names alone judge ("a kids bike" answered "no matching
+    # products", without saying the shop sells no bikes).
+    assert READER.not_carried("a camping stove", SPELLER, []) == "stove"
+    assert READER.not_carried("a camping tent", SPELLER, []) is None
 
 
 def test_a_products_kind_is_its_names_last_word_when_the_catalog_makes_it_one() -> None:

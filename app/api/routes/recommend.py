@@ -191,7 +191,9 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     """What the answer says first when products outside the price bounds are shown, or when
     nothing in the catalog matches closely or is called what was asked for."""
     far = ""
-    if outcome.not_carried:
+    if outcome.not_carried and not outcome.products:
+        far = f'The shop has nothing called "{outcome.not_carried}". '  # "a kids bike"
+    elif outcome.not_carried:
         far = f'The shop has nothing called "{outcome.not_carried}"; '
         far += "these are the closest products. "
     elif outcome.no_room is not None:
