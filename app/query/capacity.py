@@ -34,10 +34,10 @@ class Room:
 
 class RoomReader:
     def __init__(self, book: Phrasebook) -> None:
+        self._book = book
         self._units = {k.lower(): v for k, v in book.capacity_units.items()}
-        self._counts = {k.lower(): v for k, v in book.count_words.items()}
         units = alternation(list(self._units))
-        n = rf"(\d+|{alternation(list(self._counts))})"
+        n = book.count()
         # "4 people", "4-person", "four people".
         self._asked = re.compile(rf"(?<![\w.-]){n}\s*-?\s*({units})(?![\w-])", re.I)
         # In a name: "4-Person", "4 Person", "2-6 Players", "2 to 6 Players".
@@ -53,7 +53,7 @@ class RoomReader:
     def asked(self, text: str) -> Room | None:
         """The room `text` asks for; None when it names none, or two of one unit."""
         found = {
-            Room(self._count(m.group(1)), self._units[m.group(2).lower()], m.group(0))
+            Room(self._book.count_value(m.group(1)), self._units[m.group(2).lower()], m.group(0))
             for m in self._asked.finditer(text)
         }
         return next(iter(found)) if len(found) == 1 else None
@@ -90,13 +90,10 @@ class RoomReader:
         """The most room of `unit` the first of `texts` that states any says (a range's top)."""
         for text in texts:
             counts = [
-                max(self._count(c) for c in m.groups()[:-1] if c)
+                max(self._book.count_value(c) for c in m.groups()[:-1] if c)
                 for m in pattern.finditer(text)
                 if self._units[m.groups()[-1].lower()] == unit
             ]
             if counts:
                 return max(counts)
         return None
-
-    def _count(self, word: str) -> int:
-        return int(word) if word.isdigit() else self._counts[word.lower()]

@@ -60,11 +60,11 @@ class FollowUpReader:
         self.refers_back = re.compile(
             rf"(?<![\w-])(?:{alternation(book.followup_refers_back)})(?![\w-])", re.I
         )
-        counts = alternation(list(book.count_words))
+        n = book.count()
         # "two players", "2-person", "4 person": a count and the unit it counts.
-        self._count = re.compile(rf"(?<![\w.-])(\d+|{counts})(?:\s*-\s*|\s+)([a-z]+)\b", re.I)
+        self._count = re.compile(rf"(?<![\w.-]){n}(?:\s*-\s*|\s+)([a-z]+)\b", re.I)
         # "for two": the count "for" gave before ("a tent for four", "for four players").
-        self._for_count = re.compile(rf"(?<![\w-])for\s+(\d+|{counts})(?![\w-])", re.I)
+        self._for_count = re.compile(rf"(?<![\w-])for\s+{n}(?![\w-])", re.I)
         self._restated_fillers = _RESTATED_FILLERS | set(book.followup_trailing)
         self.kinds = KindReader(book)
         # Words before a kind that qualify it rather than name a sort of it ("lighter": the

@@ -49,7 +49,8 @@ class Phrasebook:
     # "looking for a stove": a "for" after these still comes before the kind asked for.
     kind_openers: list[str]
     number_words: dict[str, float]
-    # Counts in a follow-up ("for two players instead"): app/query/followup.py.
+    # Counts spelled out: "for two players instead" (app/query/followup.py), "a tent for
+    # four people" (app/query/capacity.py).
     count_words: dict[str, int]
     # "for 4 people": a product named "2-Person …" holds too few (app/query/capacity.py).
     capacity_units: dict[str, str]
@@ -84,6 +85,14 @@ class Phrasebook:
     # using the pair count too: app/query/followup_effects.py).
     ordinal_compounds: list[str]
     ordinal_words: dict[str, int]
+
+    def count(self) -> str:
+        """A count, as a regex group: digits or one of `count_words` ("4", "four")."""
+        return rf"(\d+|{alternation(list(self.count_words))})"
+
+    def count_value(self, word: str) -> int:
+        """What a count `count` matched is worth ("4", "Four": 4)."""
+        return int(word) if word.isdigit() else self.count_words[word.lower()]
 
     def currency_of(self, token: str) -> str | None:
         t = token.lower().strip()
