@@ -109,7 +109,9 @@ class KindReader:
         self._determiners = set(book.determiners)
         self._skip = {*book.not_kind_words, *book.determiners, *book.category_kind_words}
         self._seeking = {"", *book.kind_openers}
-        self._comparing = set(book.followup_kept_openers)
+        # "taller", "lighter": a comparison, never the thing asked for.
+        self._comparing = {w for w in book.followup_kept_openers if " " not in w}
+        self._units = set(book.number_units_not_price)
         # A few letters before the ending: "adhesive" is a quality here, "drive" is not.
         self._attribute = re.compile(rf"^\w{{4,}}(?:{'|'.join(book.attribute_endings)})$")
 
@@ -140,7 +142,13 @@ class KindReader:
                         return None
                     previous = word
                     continue  # "I need a …", "looking for …": nothing named yet
-                if word in self._skip or self.is_quality(word):
+                measure = previous.isdigit() and word in self._units  # "30 minutes"
+                if (
+                    word in self._skip
+                    or word in self._comparing
+                    or measure
+                    or self.is_quality(word)
+                ):
                     skipped = word
                 else:
                     words.append(word)
