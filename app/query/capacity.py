@@ -69,6 +69,11 @@ class RoomReader:
         stated = self.stated(name, texts, room.unit)
         return stated is not None and stated < room.count
 
+    def enough(self, name: str, room: Room, texts: Sequence[str] = ()) -> bool:
+        """Whether the product states room for at least what `room` asks (see `stated`)."""
+        stated = self.stated(name, texts, room.unit)
+        return stated is not None and stated >= room.count
+
     def holding(
         self, products: Sequence[RetrievedProduct], room: Room | None
     ) -> list[RetrievedProduct]:

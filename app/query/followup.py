@@ -24,6 +24,7 @@ from collections.abc import Collection
 
 from app.core.words import plain_forms, split_words
 from app.query.brands import BrandFinder
+from app.query.capacity import RoomReader
 from app.query.followup_effects import EFFECTS, Compiled, FollowUpError, Reading, take_heard
 from app.query.followup_rules import ON_REST, Rule, compile_rule, load_rules
 from app.query.kind import KindReader
@@ -67,6 +68,9 @@ class FollowUpReader:
         self._for_count = re.compile(rf"(?<![\w-])for\s+{n}(?![\w-])", re.I)
         self._restated_fillers = _RESTATED_FILLERS | set(book.followup_trailing)
         self.kinds = KindReader(book)
+        self.rooms = RoomReader(book)
+        self._roomier_words = {w.lower() for w in book.roomier_words}
+        self._count_in = re.compile(rf"(?<![\w.]){n}(?![\w.])", re.I)
         # Words before a kind that qualify it rather than name a sort of it ("lighter": the
         # kept openers' comparatives).
         self._not_a_sort = {
@@ -125,6 +129,7 @@ class FollowUpReader:
         like = r.like if not r.words or r.pointed else None  # new words: a text search again
         text, words = self._restated(state.search_text, r.words)
         text, words = self._renamed(text, words)
+        text, words = self._roomier(text, words)
         if words and words.lower() not in text.lower():
             # Past MAX_SEARCH_TEXT the text stops growing (it travels in the token).
             text = f"{text} {words}"[:MAX_SEARCH_TEXT].strip()
@@ -195,6 +200,27 @@ class FollowUpReader:
             start = article.start()
             sort = f"{'an' if sort[0] in 'aeiou' else 'a'} {sort}"
         return text[:start] + sort + text[at.end() :], ""
+
+    def _roomier(self, text: str, words: str) -> tuple[str, str]:
+        """`text` asking room for one more when `words` only ask for more room ("bigger"
+        after "a tent for 2 people": "a tent for 3 people"), and what is left of `words`.
+        Added, "a tent for 2 people bigger" kept the 2-person tent on top."""
+        room = self.rooms.asked(text)
+        if room is None:
+            return text, words
+        head = self.kinds.head(text)
+        plain = set(plain_forms(head)) if head else set()
+        said = [
+            w
+            for w in split_words(words)
+            if w not in self._restated_fillers
+            and w not in self.book.followup_fillers
+            and w not in plain
+        ]
+        if " ".join(said) not in self._roomier_words:
+            return text, words
+        more = self._count_in.sub(str(room.count + 1), room.text, count=1)
+        return text.replace(room.text, more, 1), ""
 
     def _apply(self, c: Compiled, r: Reading, text: str) -> None:
         if c.rule.at in _MATCHED_BY_EFFECT:

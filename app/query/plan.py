@@ -59,8 +59,12 @@ class FilterPlan:
         return rooms().holding(products, self.room)
 
     def lacks_room(self, products: Sequence[RetrievedProduct]) -> bool:
-        """Whether the first of `products` (the best match) says it holds fewer than `room`."""
-        return self.room is not None and bool(products) and not self.with_room(products[:1])
+        """Whether the first of `products` (the best match) says it holds fewer than `room`
+        and none says it holds enough ("a tent for 3 people" where the best match is a
+        2-person tent: the 4-person tents are the matches, and nothing lacks room)."""
+        if self.room is None or not products or self.with_room(products[:1]):
+            return False
+        return not any(rooms().enough(p.name, self.room, p.matched_content) for p in products)
 
     def roomiest(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
         """`products` with the most room first (as they were without a `room`)."""

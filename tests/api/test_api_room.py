@@ -89,3 +89,27 @@ def test_room_nothing_has_is_said_and_the_roomiest_are_offered(
 def test_a_game_that_states_no_room_is_not_judged(client: httpx.Client) -> None:
     answer = ask(client, "a board game for 4 players")
     assert {p["id"] for p in answer["products"]} == {5, 6}, answer["products"]
+
+
+@pytest.mark.parametrize(
+    ("query", "search"),
+    [
+        ("a tent for 3 people", "a tent for 4 people"),
+        ("a tent for two people", "a tent for 3 people"),
+    ],
+)
+def test_bigger_asks_room_for_one_more_and_what_has_it_matches(
+    client: httpx.Client, query: str, search: str
+) -> None:
+    """Added, "bigger" searched "a tent for 2 people bigger" and the 2-person tents kept
+    the top; and where the best match held fewer, the answer said nothing had the room
+    though the 4-person tent was right there."""
+    first = ask(client, query)
+    r = client.post(
+        "/recommend", json={"query": "bigger", "conversation": first["conversation"], "top_k": 3}
+    )
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["search_text"] == search
+    assert answer["products"][0]["id"] == 2, answer["products"]
+    assert not answer["message"].startswith("Nothing"), answer["message"]

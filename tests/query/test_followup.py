@@ -395,6 +395,26 @@ def test_another_sort_of_the_kind_searched_replaces_it(last: str, query: str, se
 
 
 @pytest.mark.parametrize(
+    ("last", "query", "search"),
+    [
+        ("a tent for 2 people", "bigger", "a tent for 3 people"),
+        ("a four-person tent", "what about a bigger tent?", "a 5-person tent"),
+        ("a sofa for 3 seats", "any roomier ones", "a sofa for 4 seats"),
+        # No room asked for: "bigger" is a word to search, as any refinement.
+        ("a dog bed", "bigger", "a dog bed bigger"),
+        ("a tent for 2 people", "bigger and lighter", "a tent for 2 people bigger and lighter"),
+    ],
+)
+def test_more_room_after_a_room_asked_for_is_room_for_one_more(
+    last: str, query: str, search: str
+) -> None:
+    """Added, "bigger" after "a tent for 2 people" searched "a tent for 2 people bigger",
+    and the 2-person tent kept the top."""
+    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    assert turn.follow_up and turn.parsed.search_text == search
+
+
+@pytest.mark.parametrize(
     "query",
     [
         "what about the first aid kit?",
