@@ -2,7 +2,8 @@
 
 `base64url(compact JSON state) "." base64url(HMAC-SHA256(secret, first part))`. The
 state says what the turn understood (app/query/turn.py: search text, the filters
-heard in words, the products shown with their prices, the product searched by) with a
+heard in words, the products shown with their prices, the product searched by, those a
+run of "show me more" showed before) with a
 version and the time it was issued. Any replica holding the secret reads any replica's
 token: no session store, no sticky sessions. A token is valid for
 CONVERSATION_TTL_SECONDS after it was issued and at most MAX_TOKEN_CHARS long; read() checks
@@ -29,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.config import Settings
 from app.core.errors import TerminalError
-from app.query.turn import MAX_SHOWN, ConversationState, ShownProduct
+from app.query.turn import MAX_SEEN, MAX_SHOWN, ConversationState, ShownProduct
 from app.query.types import Constraint, FilterField
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ VERSION = 1
 # The request field's bound. A full state (MAX_SHOWN products, the longest search text,
 # six brands) is ~1.5 KB; issue() sheds detail rather than ever go past this.
 MAX_TOKEN_CHARS = 4096
+# Products seen before that a token keeps when the ids are too long for all MAX_SEEN.
+SHED_SEEN = 15
 # A token issued this far in the future (another replica's clock) is still accepted.
 CLOCK_SKEW_SECONDS = 60
 # What a token is as text: two base64url runs joined by a dot. Checked before any decoding,
@@ -67,6 +70,7 @@ class _Wire(BaseModel):
     f: list[tuple[FilterField, str | float, str]] = Field(default_factory=list, max_length=16)
     p: list[tuple[int, float | None, bool]] = Field(default_factory=list, max_length=MAX_SHOWN)
     like: int | None = None
+    x: list[int] = Field(default_factory=list, max_length=MAX_SEEN)
 
 
 def _b64(raw: bytes) -> str:
@@ -145,6 +149,7 @@ class ConversationCodec:
             filters=tuple(Constraint(name, value, text) for name, value, text in wire.f),
             shown=tuple(ShownProduct(i, price, outside) for i, price, outside in wire.p),
             like=wire.like,
+            seen=tuple(wire.x),
         )
 
     def _mac(self, payload: str) -> bytes:
@@ -178,16 +183,20 @@ def _wire(state: ConversationState, issued: int) -> _Wire:
         f=[(c.field, c.value, c.text) for c in state.filters],
         p=[(p.id, p.price, p.outside) for p in state.shown],
         like=state.like,
+        x=list(state.seen),
     )
 
 
 def _shedding(state: ConversationState) -> list[ConversationState]:
-    """The state, then ever smaller versions of it: fewer products, no filter words, no
-    products, no filters (a catalog's very long category or brand names)."""
+    """The state, then ever smaller versions of it: fewer products seen before (ids as long
+    as an int64 take ~27 characters each), fewer shown, no filter words, no products, no
+    filters (a catalog's very long category or brand names)."""
     quiet = tuple(Constraint(c.field, c.value, "") for c in state.filters)
+    recent = state.seen[-SHED_SEEN:]
     return [
         state,
-        ConversationState(state.search_text, state.filters, state.shown[:5], state.like),
+        ConversationState(state.search_text, state.filters, state.shown, state.like, recent),
+        ConversationState(state.search_text, state.filters, state.shown[:5], state.like, recent),
         ConversationState(state.search_text, quiet, state.shown[:5], state.like),
         ConversationState(state.search_text, quiet, (), None),
         ConversationState(state.search_text[:200], (), (), None),

@@ -30,7 +30,7 @@ from app.query.followup_rules import ON_REST, Rule, compile_rule, load_rules
 from app.query.kind import KindReader
 from app.query.phrasebook import Phrasebook, alternation
 from app.query.spelling import Speller
-from app.query.turn import MAX_SEARCH_TEXT, ConversationState, Turn, carried_filters
+from app.query.turn import MAX_SEARCH_TEXT, MAX_SEEN, ConversationState, Turn, carried_filters
 from app.query.types import ParsedQuery
 
 logger = logging.getLogger(__name__)
@@ -102,6 +102,13 @@ class FollowUpReader:
         r = Reading(parsed.query, parsed, state, brands, categories, speller, like=state.like)
         for c in self._on_query:
             self._apply(c, r, r.query)
+        if r.more:
+            # The same search and filters, past what was shown on this run of "more".
+            seen = (*r.state.seen, *(p.id for p in r.state.shown))[-MAX_SEEN:]
+            logger.info("follow-up %r: more, past %d products", r.query, len(seen))
+            same = ParsedQuery(r.query, state.search_text, (), parsed.parser)
+            carried = carried_filters(state.filters, same)
+            return Turn(same, carried, state.like, follow_up=True, excluded=tuple(seen))
         take_heard(r)
         r.words = r.rest()
         for c in self._on_rest:

@@ -65,6 +65,7 @@ class Reading:
     pointed: bool = False
     about: tuple[int, ...] = ()
     about_ranked: bool = False
+    more: bool = False
     own: list[Constraint] = field(default_factory=list)
     brand_spans: list[Span] = field(default_factory=list)
     words: str = ""
@@ -172,6 +173,15 @@ def _about_shown(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> 
     start = r.state.shown.index(first)
     count = _COUNTS.get(m.group(0).split()[-1].lower(), 1)
     r.about = tuple(p.id for p in r.state.shown[start : start + count])
+    r.take(m)
+
+
+def _more(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
+    """ "Show me more", "anything else?": the same search, past the products shown. As a
+    new question, "any others?" searched the word "others"; as a refinement, "more
+    options" added "more" and showed the same products again."""
+    assert m is not None
+    r.more = True
     r.take(m)
 
 
@@ -355,6 +365,7 @@ def take_heard(r: Reading) -> None:
 # What a rule's match does to the turn: a follow-up cue ("refine", "keep", and each that
 # finds something), words taken from the search text, filters or the product searched by.
 EFFECTS: dict[Effect, Callable[[Grammar, Reading, Compiled, Match | None], None]] = {
+    "more": _more,
     "search_by_shown": _search_by_shown,
     "about_shown": _about_shown,
     "about_all": _about_all,

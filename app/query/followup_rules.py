@@ -19,10 +19,11 @@ from app.query.phrasebook import Phrasebook, alternation
 
 RULES_PATH = Path(__file__).with_name("followup_rules.json")
 
-# Where a pattern matches: the query (anywhere, its start, its end), the catalog's brands
+# Where a pattern matches: the query (anywhere, its start, its end, all of it), the catalog's brands
 # in it, or, after the query rules, what no rule took (its edges, or all of it).
-Position = Literal["anywhere", "start", "end", "catalog_brands", "rest_edges", "rest"]
+Position = Literal["anywhere", "start", "end", "whole", "catalog_brands", "rest_edges", "rest"]
 Effect = Literal[
+    "more",
     "search_by_shown",
     "about_shown",
     "about_all",
@@ -40,6 +41,7 @@ Effect = Literal[
 ON_REST: frozenset[Position] = frozenset({"rest_edges", "rest"})
 # Effects that need a particular kind of match.
 _EFFECT_AT: dict[Effect, frozenset[Position]] = {
+    "more": frozenset({"whole"}),
     "brands": frozenset({"catalog_brands"}),
     "drop": frozenset({"rest_edges"}),
     "category": frozenset({"rest"}),
@@ -110,6 +112,11 @@ def compile_rule(rule: Rule, book: Phrasebook) -> tuple[re.Pattern[str], ...]:
         return (re.compile(rf"^\s*(?:{words})(?![\w-])[\s,]*", re.I),)
     if rule.at == "end":
         return (re.compile(rf"(?<![\w-])(?:{words})[\s?!.]*$", re.I),)
+    if rule.at == "whole":
+        openers = alternation(list(book.followup_openers))
+        return (
+            re.compile(rf"^\s*(?:(?:{openers})[\s,]+)*(?:{words})(?:[\s,]+please)?[\s?!.]*$", re.I),
+        )
     if rule.at == "catalog_brands":
         return (re.compile(rf"(?<![\w-])(?:{words})\s*$", re.I),)
     if rule.at == "rest_edges":

@@ -70,6 +70,8 @@ class Phrasebook:
     followup_similar: list[str]
     # Before a shown product named by its place: a question about it ("is the second one …").
     followup_about: list[str]
+    # The whole query asks for more of the same: "show me more", "anything else?".
+    followup_more: list[str]
     # A question about all the products shown: "which one has the longest battery?".
     followup_about_all: list[str]
     followup_cheaper: list[str]

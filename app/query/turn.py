@@ -16,6 +16,8 @@ from app.query.types import Constraint, ParsedQuery
 # Products a follow-up can point at ("the second one") and price ("cheaper"): the first of
 # those shown, in order. Also what keeps the state token small (app/api/conversation.py).
 MAX_SHOWN = 20
+# Products "show me more" keeps out, on a run of them: the newest this many.
+MAX_SEEN = 60
 # The carried search text grows with each "in black"; past this it stops growing.
 MAX_SEARCH_TEXT = 300
 # A carried filter's words are for the chip only: cut to this.
@@ -41,13 +43,15 @@ class ConversationState:
 
     `filters`: those heard in words (this turn's or carried), never the request's own
     `filters` (the client owns those and sends them again). `like`: the product the turn
-    searched by instead of a text.
+    searched by instead of a text. `seen`: on a run of "show me more", the products the
+    turns before this one showed (the next "more" keeps them out too).
     """
 
     search_text: str
     filters: tuple[Constraint, ...] = ()
     shown: tuple[ShownProduct, ...] = ()
     like: int | None = None
+    seen: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,8 @@ class Turn:
     # "Which one …?": the products asked about, best answer to the question first (those
     # named by their place keep that order).
     about_ranked: bool = False
+    # "Show me more": the products shown so far, kept out of this turn's search.
+    excluded: tuple[int, ...] = ()
 
 
 def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:
@@ -105,12 +111,17 @@ def next_state(turn: Turn, plan: FilterPlan, outcome: SearchOutcome) -> Conversa
         ShownProduct(p.id, p.price, p.outside_filters) for p in outcome.offered[:MAX_SHOWN]
     )
     return ConversationState(
-        turn.parsed.search_text[:MAX_SEARCH_TEXT], (*others, *brands, *unwanted), shown, turn.like
+        turn.parsed.search_text[:MAX_SEARCH_TEXT],
+        (*others, *brands, *unwanted),
+        shown,
+        turn.like,
+        turn.excluded,
     )
 
 
 __all__ = [
     "MAX_SEARCH_TEXT",
+    "MAX_SEEN",
     "MAX_SHOWN",
     "ConversationState",
     "ShownProduct",

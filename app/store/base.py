@@ -143,7 +143,8 @@ class SearchFilter:
     of these (a product without a brand is never excluded). `exclude_words`: no product
     whose name uses all the words of one of these phrases (any case, the last word also
     singular or plural: `name_forms`). `products`: only these products (a question about
-    products shown). `outside_price`: the price
+    products shown); `exclude_products`: none of these ("show me more": those shown
+    already). `outside_price`: the price
     bounds turned inside out, only products outside them or without a price (the search
     for the closest products when too few fit a budget).
     """
@@ -155,6 +156,7 @@ class SearchFilter:
     exclude_brands: tuple[str, ...] = ()
     exclude_words: tuple[str, ...] = ()
     products: tuple[int, ...] = ()
+    exclude_products: tuple[int, ...] = ()
     outside_price: bool = False
 
     @property
@@ -167,6 +169,7 @@ class SearchFilter:
             and not self.exclude_brands
             and not self.exclude_words
             and not self.products
+            and not self.exclude_products
         )
 
 

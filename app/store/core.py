@@ -238,6 +238,8 @@ class StoreCore(ABC):
         for only in (products, flt.products if flt is not None else ()):
             if only:
                 must.append(self._match_any(GROUP_FIELD, [int(p) for p in only]))
+        if flt is not None and flt.exclude_products:
+            must_not.append(self._match_any(GROUP_FIELD, [int(p) for p in flt.exclude_products]))
         if exclude is not None:
             must_not.append(self._match(GROUP_FIELD, exclude))
         return self._filter(must, must_not) if must or must_not else None

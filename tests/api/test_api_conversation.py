@@ -330,3 +330,30 @@ def test_pointing_at_a_product_that_was_not_shown_is_a_422(
     )
     assert r.status_code == 422, r.text
     assert "showed 5 products" in r.json()["detail"]
+
+
+def test_show_me_more_shows_the_next_matches_past_those_shown(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    """As a new question, "any others?" searched the word "others"; as a refinement, "more
+    options" added "more" to the search and showed the same five shoes again."""
+    shown = {p["id"] for p in first["products"]}
+    more = ask(client, "show me more", first["conversation"])
+    assert more["search_text"] == "running shoes"
+    assert filters(more) == [("max_price", 100.0, "conversation")]
+    offered = {p["id"] for p in [*more["products"], *more["closest_outside_filters"]]}
+    # The sixth shoe under $100 comes now; nothing shown before comes again.
+    assert ({1, 2, 3, 4, 5, 6} - shown) <= {p["id"] for p in more["products"]}, more["products"]
+    assert offered and not offered & shown, (offered, shown)
+    again = ask(client, "ok, anything else?", more["conversation"])
+    assert not {p["id"] for p in again["products"]} & (shown | offered), again["products"]
+
+
+def test_more_past_every_match_says_so_and_shows_nothing(client: httpx.Client) -> None:
+    """The one yoga mat shown, the nearest of the rest were dumbbells and earbuds, offered
+    as "nothing closely matches"."""
+    mat = ask(client, "a yoga mat")
+    assert [p["id"] for p in mat["products"]][:1] == [9], mat["products"]
+    answer = ask(client, "more", mat["conversation"])
+    assert answer["products"] == [], answer["products"]
+    assert answer["message"].startswith("Nothing else matches your request"), answer["message"]

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,13 @@ import pytest
 from app.api.conversation import (
     MAX_TOKEN_CHARS,
     SECRET_FILE,
+    SHED_SEEN,
     ConversationCodec,
     ConversationError,
     conversation_secret,
 )
 from app.core.config import Settings
-from app.query.turn import MAX_SHOWN, ConversationState, ShownProduct
+from app.query.turn import MAX_SEEN, MAX_SHOWN, ConversationState, ShownProduct
 from app.query.types import Constraint
 
 SECRET = b"0123456789abcdef0123456789abcdef"
@@ -36,6 +38,7 @@ STATE = ConversationState(
     ),
     shown=(ShownProduct(7, 45.5), ShownProduct(2**62, None), ShownProduct(9, 120.0, True)),
     like=7,
+    seen=(3, 4),
 )
 
 
@@ -160,9 +163,14 @@ def test_the_largest_state_fits_and_an_oversized_one_sheds_detail() -> None:
         ),
         shown=tuple(ShownProduct(2**63 - 1 - i, 123456.78, True) for i in range(MAX_SHOWN)),
         like=2**63 - 1,
+        seen=tuple(2**63 - 1 - i for i in range(MAX_SEEN)),
     )
     token = codec().issue(largest, now=NOW)
-    assert len(token) <= MAX_TOKEN_CHARS and codec().read(token, now=NOW) == largest
+    # All of it but the products seen before the last "show me more" but the newest few.
+    kept = replace(largest, seen=largest.seen[-SHED_SEEN:])
+    assert len(token) <= MAX_TOKEN_CHARS and codec().read(token, now=NOW) == kept
+    token = codec().issue(replace(largest, seen=()), now=NOW)
+    assert codec().read(token, now=NOW) == replace(largest, seen=())
     # A catalog's absurdly long category cannot make a token too long to send back.
     huge = ConversationState("shoes", (Constraint("category", "c" * 5000, "x"),), STATE.shown)
     token = codec().issue(huge, now=NOW)

@@ -417,6 +417,38 @@ def test_more_room_after_a_room_asked_for_is_room_for_one_more(
 @pytest.mark.parametrize(
     "query",
     [
+        "show me more",
+        "more",
+        "More options?",
+        "anything else?",
+        "any others?",
+        "what else do you have",
+        "ok, more please",
+        "next",
+    ],
+)
+def test_more_is_the_same_search_past_the_products_shown(query: str) -> None:
+    """As a new question, "any others?" searched "others"; as a refinement, "more options"
+    searched "running shoes more" and showed the same products again."""
+    turn = read(query)
+    assert turn.follow_up and turn.parsed.search_text == "running shoes"
+    assert turn.excluded == (11, 12, 13, 14, 15, 16)
+    assert applied(turn) == [("max_price", 100.0, "conversation")]
+
+
+def test_a_run_of_more_keeps_out_every_page_shown_and_other_turns_start_afresh() -> None:
+    state = ConversationState("running shoes", LAST.filters, LAST.shown, seen=(1, 2, 3))
+    assert read("more", state).excluded == (1, 2, 3, 11, 12, 13, 14, 15, 16)
+    assert read("cheaper", state).excluded == ()
+    # "More" with words is a refinement or a search by a shown product, not the next page.
+    assert read("more like the second one").like == 12
+    assert read("more like the second one").excluded == ()
+    assert read("more options under 80").excluded == ()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
         "what about the first aid kit?",
         "tell me about the top loader ones",
         "is the second hand one ok",

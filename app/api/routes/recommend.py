@@ -66,6 +66,15 @@ class _Searched:
     recommendation_id: str
     ranking_version: str
     about_shown: bool = False
+    # "Show me more": the products shown before were kept out.
+    more: bool = False
+
+    @property
+    def notice(self) -> str:
+        """What the answer says before its own words (`constraint_notice`)."""
+        if self.more and not self.outcome.products:
+            return "Nothing else matches your request: the answers before showed every match. "
+        return constraint_notice(self.plan, self.outcome)
 
     def question(self, query: str) -> Question:
         """What the written answer answers: a follow-up's own words ("cheaper") alone would
@@ -148,6 +157,9 @@ async def _search(
         understanding.currency_symbol,
         turn.carried,
     )
+    if turn.excluded:  # "show me more": past what this run of answers showed
+        shown = replace(plan.search_filter, exclude_products=turn.excluded)
+        plan = replace(plan, search_filter=shown)
     outcome = await run_retrieval(
         gate,
         "retrieval",
@@ -161,6 +173,10 @@ async def _search(
         turn.asked,
         turn.about_ranked,
     )
+    if turn.excluded and outcome.no_close_match:
+        # "More" past every close match: the nearest of the rest were rowing machines for
+        # "a yoga mat". None is the answer.
+        outcome = SearchOutcome([])
     if not turn.about and turn.like is None:
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
         if missing is not None:
@@ -184,6 +200,7 @@ async def _search(
         rid,
         retriever.version,
         bool(turn.about),
+        bool(turn.excluded),
     )
 
 
@@ -226,7 +243,7 @@ def recommend_response(
     """The /recommend response; also the `done` event of a streamed answer."""
     return RecommendResponse(
         query=body.query,
-        message=constraint_notice(searched.plan, searched.outcome) + answer.message,
+        message=searched.notice + answer.message,
         generator=answer.generator,
         degraded=answer.degraded,
         degraded_reason=answer.reason,
@@ -267,7 +284,7 @@ async def recommend(
     if wants_event_stream(accept):
         return event_stream(
             SearchResponse(query=body.query, **searched.response_fields()),
-            constraint_notice(searched.plan, searched.outcome),
+            searched.notice,
             generator.stream(question, offered),
             finish=lambda answer: recommend_response(body, searched, answer),
             fallback=lambda: extractive_recommendation(
