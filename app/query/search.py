@@ -270,6 +270,12 @@ def _far(retriever: Retriever, best: float, shown: Sequence[RetrievedProduct]) -
     return bool(shown) and bar is not None and best < bar
 
 
+def by_price(products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
+    """`products` cheapest first (those without a price last, in their order)."""
+    priced = sorted((p for p in products if p.price is not None), key=lambda p: p.price or 0.0)
+    return [*priced, *(p for p in products if p.price is None)]
+
+
 def search_turn(
     retriever: Retriever,
     text: str,
@@ -297,7 +303,13 @@ def search_turn(
         StoreError: the vector store failed.
     """
     if about:
-        return SearchOutcome(retriever.about(about, asked or text, ranked=about_ranked))
+        shown = retriever.about(about, asked or text, ranked=about_ranked)
+        if about_ranked and plan.prefer_low_price:
+            # "Which is the cheapest?": nothing else asked, the price alone orders them (by
+            # the words, the $297 machine came first); "which is cheap and quiet?" both.
+            price_only = not asked or asked == text
+            shown = by_price(shown) if price_only else nudge_by_cost(shown, log_price)
+        return SearchOutcome(shown)
     if like is None:
         return constrained_retrieve(retriever, text, top_k, plan)
     wanted = top_k * CANDIDATE_FACTOR
