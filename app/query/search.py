@@ -330,6 +330,10 @@ def search_turn(
         if near:
             offered = [replace(p, outside_filters=True) for p in near[:top_k]]
             return SearchOutcome(offered, nearest=True)
+    if text and not matching and plan.search_filter.exclude_products:
+        # "Show me more" past every product that matches the question: after the tents,
+        # the products nearest the tent were backpacks.
+        return SearchOutcome([])
     # No `among` (nothing else matches the question): the products nearest to it.
     found = retriever.similar(like, wanted, plan.search_filter, among=matching)
     if found is None:  # it left the catalog since it was shown

@@ -367,3 +367,20 @@ def test_which_is_the_cheapest_orders_what_was_shown_by_price(
     prices = [p["price"] for p in answer["products"]]
     assert sorted(prices) == prices and len(prices) == len(first["products"]), prices
     assert {p["id"] for p in answer["products"]} == {p["id"] for p in first["products"]}
+
+
+def test_more_after_more_like_one_stays_with_what_matches_the_question(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    """Past the tents that matched, the products nearest the tent searched by were
+    backpacks, shown as the next page."""
+    like = ask(client, "more like the second one", first["conversation"])
+    answer = like
+    shown = {p["id"] for p in like["products"]}
+    for _ in range(3):
+        answer = ask(client, "show me more", answer["conversation"])
+        offered = [*answer["products"], *answer["closest_outside_filters"]]
+        assert all("Running Shoes" in p["name"] for p in offered), offered
+        assert not {p["id"] for p in offered} & shown
+        shown |= {p["id"] for p in offered}
+    assert answer["products"] == [], answer["products"]
