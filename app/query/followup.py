@@ -7,10 +7,13 @@ each a pattern (app/query/followup_rules.py) and an effect (app/query/followup_e
 The rules on the query run first; then the words the parser read as constraints are taken;
 then the rules on what is left. A query that no cue rule matched, with words left to search, is a
 new question and starts fresh: nothing is carried (a hidden filter from an unrelated
-question would silently hide the right products). Otherwise what is left is added to the
-last search text (a count of a unit it already counts replaces that count instead: "for
-two players" after "a board game for four players"), and what is carried keeps its place
-below this turn's words and the request's filters (app/query/plan.py).
+question would silently hide the right products). "Show me more" is the last search
+again, past the products shown. Otherwise what is left is added to the last search text,
+except where it restates part of it: a count of a unit it already counts replaces that
+count ("for two players" after "a board game for four players"), another sort of its kind
+the word before the kind ("a hand mixer" after "a stand mixer"), and "bigger" after room
+asked for asks room for one more. What is carried keeps its place below this turn's words
+and the request's filters (app/query/plan.py).
 docs/decisions/conversation-state.md says why each rule is what it is. The turn and its
 state are app/query/turn.py's; retrieval is the caller's (app/query/search.py
 `search_turn`).
