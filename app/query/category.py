@@ -6,6 +6,8 @@ hard filter that hides the right product:
 - "kitchen gadgets", "outdoor gear": the name followed by a kind-of-goods word;
 - "books for a 10 year old", "toys under $20": the name standing as the thing wanted;
 - not "office chair", "outdoor speaker", "pet hair" (the name describes another noun);
+- not "cat toys", "pool toys" (a word the catalog's names use, before the name, says which
+  of them: a cat's toys may be filed under pets, and a filter on toys showed RC cars);
 - not "for the kitchen", "work from home" (a place or use, and the product may be
   filed elsewhere);
 - not when two categories are named ("home or office"): ambiguous, so neither.
@@ -18,6 +20,7 @@ import re
 from collections.abc import Iterable
 
 from app.query.phrasebook import Phrasebook
+from app.query.spelling import Speller
 from app.query.store_view import StoreView
 from app.query.types import Constraint
 from app.store import StoreError
@@ -44,6 +47,7 @@ class CategoryMatcher:
         self.blocking = {w.lower() for w in book.category_blocking_words_before}
         self.determiners = {w.lower() for w in book.determiners}
         self.function = {w.lower() for w in book.function_words}
+        self.attributes = {w.lower() for w in book.attribute_words}
         # Words that leave a query naming only its category ("show me", "some", "stuff").
         self.skipped = {
             *self.kinds,
@@ -64,8 +68,12 @@ class CategoryMatcher:
         rest = [w for w in words if w not in self.skipped]
         return bool(rest) and all(w in names for w in rest)
 
-    def find(self, text: str, categories: Iterable[str]) -> Constraint | None:
-        """The one category `text` clearly names, or None."""
+    def find(
+        self, text: str, categories: Iterable[str], speller: Speller | None = None
+    ) -> Constraint | None:
+        """The one category `text` clearly names, or None. `speller`: the catalog's words,
+        which tell a word that says which of the category ("cat toys") from one that does
+        not ("kids toys"? no name says "kids"); without them, no such word is judged."""
         by_form: dict[str, str] = {}
         for name in categories:
             for form in word_forms(name):
@@ -80,13 +88,22 @@ class CategoryMatcher:
             nxt = words[i + 1] if i + 1 < len(words) else None
             if nxt is not None and nxt[0] in self.kinds:
                 heard.setdefault(cat, Constraint("category", cat, text[start : nxt[2]]))
-            elif prev in self.blocking:
+            elif prev in self.blocking or self._says_which(prev, speller):
                 continue
             elif nxt is None or nxt[0] in self.function or nxt[0][0].isdigit():
                 heard.setdefault(cat, Constraint("category", cat, text[start:end]))
         if len(heard) != 1:
             return None
         return next(iter(heard.values()))
+
+    def _says_which(self, word: str | None, speller: Speller | None) -> bool:
+        """Whether `word`, right before a category's name standing alone, is one the
+        catalog's names use that no attribute or function word is ("cat" in "cat toys")."""
+        if word is None or speller is None or not word.isalpha():
+            return False
+        if word in self.function or word in self.attributes or word in self.skipped:
+            return False
+        return speller.weight(word) > 0
 
 
 # Far above any catalog's category count; a larger vocabulary keeps the most frequent.

@@ -11,6 +11,7 @@ from app.eval.constraints import DEFAULT_CONSTRAINTS, heard, load_constraint_cas
 from app.eval.data import DEFAULT_PRODUCTS, load_products
 from app.query import OfflineQueryParser, plan_filters
 from app.query.search import log_outside, log_price, nudge_by_cost
+from app.query.spelling import Speller, catalog_word_counts, name_ends
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
@@ -134,6 +135,32 @@ def test_look_alikes_are_not_budgets(query: str) -> None:
 )
 def test_category_only_when_the_words_clearly_name_one(query: str, category: str | None) -> None:
     assert parse(query).get("category") == category
+
+
+NAMES = [p.name for p in load_products(DEFAULT_PRODUCTS)]
+SPELLER = Speller(catalog_word_counts(NAMES), (), name_ends(NAMES))
+
+
+@pytest.mark.parametrize(
+    ("query", "category"),
+    [
+        # The names use "cat" ("… Cat Tree", filed under pet): it says which toys.
+        ("cat toys", None),
+        ("dog toys under $20", None),
+        ("science fiction books", None),
+        # No name uses the word, or it is a quality or a price word: the category stands.
+        ("bath toys", "toys"),
+        ("wooden toys", "toys"),
+        ("cheap toys", "toys"),
+        ("toys under $40", "toys"),
+        ("pet supplies", "pet"),
+    ],
+)
+def test_a_word_the_names_use_before_a_category_says_which_of_it(
+    query: str, category: str | None
+) -> None:
+    """A filter on toys showed RC cars and board games for "cat toys"."""
+    assert heard(parser.parse(query, CATEGORIES, SPELLER)).get("category") == category
 
 
 @pytest.mark.parametrize(
