@@ -132,6 +132,10 @@ class FollowUpReader:
             )
         if not r.cue and r.words:
             return Turn(r.parsed)  # a new question (nothing but constraints is a follow-up)
+        if r.words and not (r.kept or r.pointed) and self._lacked(state, r):
+            # The last search was for a kind the shop lacks ("a blender"): words after it
+            # ask again ("ok, what do you have for smoothies?"), not for a blender that is.
+            r.switch = True
         if r.switch and r.words:
             # "Actually I need a backpack": a new question in the words after the cue.
             logger.info("follow-up %r: a new need, %r; nothing carried", r.query, r.words)
@@ -175,6 +179,11 @@ class FollowUpReader:
         while rest and rest[0].lower().strip(",.!?") in self._restated_fillers:
             rest.pop(0)
         return text, " ".join(rest)
+
+    def _lacked(self, state: ConversationState, r: Reading) -> bool:
+        """Whether the last search asked for a kind the shop lacks, by the names alone."""
+        lacked = self.kinds.not_carried(state.search_text, r.speller, (), r.categories)
+        return lacked is not None
 
     def _renamed(self, text: str, words: str) -> tuple[str, str]:
         """`text` with the sort of its kind that `words` name instead ("what about a hand

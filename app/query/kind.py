@@ -131,6 +131,7 @@ class KindReader:
         then = ""
         for clause in CLAUSE_BREAK.split(text):
             previous = ""
+            number_at: int | None = None  # where the clause's last number is in `words`
             for word in split_words(clause):
                 if word in self._stop:
                     if words:
@@ -142,15 +143,22 @@ class KindReader:
                         return None
                     previous = word
                     continue  # "I need a …", "looking for …": nothing named yet
-                measure = previous.isdigit() and word in self._units  # "30 minutes"
                 if (
-                    word in self._skip
-                    or word in self._comparing
-                    or measure
-                    or self.is_quality(word)
+                    word in self._units
+                    and number_at is not None
+                    and len(words) - number_at <= 2
+                    and words[-1] == previous
                 ):
+                    # A measure ("30 minutes", "25 cubic feet"): not what is asked for,
+                    # and its number ends what is (no head: nothing is judged).
+                    del words[number_at + 1 :]
+                    number_at = None
+                    skipped = previous = word
+                    continue
+                if word in self._skip or word in self._comparing or self.is_quality(word):
                     skipped = word
                 else:
+                    number_at = len(words) if word.isdigit() else number_at
                     words.append(word)
                     before = previous
                 previous = word

@@ -488,6 +488,31 @@ def test_a_kind_the_shop_lacks_is_a_new_question(query: str, search: str) -> Non
     assert turn.parsed.search_text.endswith(search)
 
 
+@pytest.mark.parametrize(
+    ("query", "follow_up", "search"),
+    [
+        (
+            "ok, what do you have for cooking on a trip then?",
+            False,
+            "what do you have for cooking on a trip",
+        ),
+        ("what about something to boil water", False, "to boil water"),
+        # Constraints, a kept opener or a shown product keep the conversation.
+        ("under $50", True, "a camping stove"),
+        ("in black", True, "a camping stove in black"),
+    ],
+)
+def test_words_after_a_kind_the_shop_lacks_ask_again(
+    query: str, follow_up: bool, search: str
+) -> None:
+    """Added to "a camping stove", "ok, what do you have for smoothies then?" after "a
+    blender" searched "a blender what do you have for smoothies": nothing called blender,
+    again, and a hair dryer as the closest."""
+    stove = ConversationState("a camping stove", shown=LAST.shown)
+    turn = READER.read(PARSER.parse(query, CATEGORIES), stove, BRANDS, CATEGORIES, WORDY)
+    assert turn.follow_up is follow_up and turn.parsed.search_text == search
+
+
 @pytest.mark.parametrize("query", ["any in canvas", "in black", "what about waterproof ones"])
 def test_a_quality_the_names_lack_still_refines(query: str) -> None:
     turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, WORDY)

@@ -47,6 +47,7 @@ TENT = RetrievedProduct(1, NAMES[0], "outdoor", "Pinecrest", 380.0, 0.82, ["Pitc
         # A comparison or a measure is not the kind either.
         ("cat tree taller than 150 cm", "tree"),
         ("spend 30 minutes a day on a rowing machine", None),
+        ("frigidaire refrigerator 25 cubic feet", None),
         ("a 2 person tent", "tent"),
         # A purpose or a recipient names no kind.
         ("something to cook on while camping", None),
