@@ -333,7 +333,7 @@ def test_pointing_at_a_product_that_was_not_shown_is_a_422(
 
 
 def test_show_me_more_shows_the_next_matches_past_those_shown(
-    client: httpx.Client, first: dict[str, Any]
+    client: httpx.Client, first: dict[str, Any], openai_stub: OpenAIStub
 ) -> None:
     """As a new question, "any others?" searched the word "others"; as a refinement, "more
     options" added "more" to the search and showed the same five shoes again."""
@@ -345,6 +345,10 @@ def test_show_me_more_shows_the_next_matches_past_those_shown(
     # The sixth shoe under $100 comes now; nothing shown before comes again.
     assert ({1, 2, 3, 4, 5, 6} - shown) <= {p["id"] for p in more["products"]}, more["products"]
     assert offered and not offered & shown, (offered, shown)
+    assert (
+        "Shopper's request: show me more (a follow-up; what is searched for now: running "
+        "shoes; more of the same: none of the products listed was shown before)"
+    ) in openai_stub.requests[-1].message("user")
     again = ask(client, "ok, anything else?", more["conversation"])
     assert not {p["id"] for p in again["products"]} & (shown | offered), again["products"]
 

@@ -86,6 +86,8 @@ class _Searched:
         notes = []
         if self.follow_up:
             notes.append(f"a follow-up; what is searched for now: {self.parsed.search_text}")
+        if self.more:
+            notes.append("more of the same: none of the products listed was shown before")
         if self.outcome.not_carried:
             notes.append(
                 f'the shop has nothing called "{self.outcome.not_carried}": say so; '
