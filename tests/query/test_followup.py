@@ -111,6 +111,10 @@ def test_a_new_budget_replaces_the_old_one() -> None:
         ("like the first", 11),
         ("something like the 3rd one, but cheaper", 13),
         ("more like the last one", 16),
+        # "That one": the first the last answer listed (the cheapest, after "which is the
+        # cheapest?"); added, "more like that one" searched "running shoes more like that".
+        ("more like that one", 11),
+        ("more like this one please", 11),
     ],
 )
 def test_more_like_a_shown_product_searches_by_it(query: str, product: int) -> None:
@@ -226,6 +230,7 @@ def test_words_of_the_kind_searched_or_after_a_kept_opener_refine(query: str) ->
     ("query", "about", "asked"),
     [
         ("is the second one waterproof?", (12,), "waterproof"),
+        ("is that one waterproof?", (11,), "waterproof"),
         ("does the first one have a wide toe box", (11,), "have a wide toe box"),
         ("compare the first two", (11, 12), "running shoes"),
         ("tell me more about the last one", (16,), "running shoes"),
