@@ -270,6 +270,25 @@ def _far(retriever: Retriever, best: float, shown: Sequence[RetrievedProduct]) -
     return bool(shown) and bar is not None and best < bar
 
 
+def past_shown(retriever: Retriever, text: str, top_k: int, plan: FilterPlan) -> SearchOutcome:
+    """`constrained_retrieve`, past the products a run of "show me more" showed
+    (`exclude_products`): searched as the first page was, so the same best match sets the
+    same bar, and what was shown is dropped after. Kept out of the search, the best of the
+    rest set the bar: after the four tents, headlamps came as the next page's matches."""
+    seen = set(plan.search_filter.exclude_products)
+    if not seen:
+        return constrained_retrieve(retriever, text, top_k, plan)
+    whole = constrained_retrieve(retriever, text, top_k + len(seen), _unseen(plan))
+    products = [p for p in whole.products if p.id not in seen][:top_k]
+    outside = [p for p in whole.closest_outside if p.id not in seen]
+    return replace(whole, products=products, closest_outside=outside[: top_k - len(products)])
+
+
+def _unseen(plan: FilterPlan) -> FilterPlan:
+    """`plan` without its products shown before (the search as the first page ran it)."""
+    return replace(plan, search_filter=replace(plan.search_filter, exclude_products=()))
+
+
 def by_price(products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
     """`products` cheapest first (those without a price last, in their order)."""
     priced = sorted((p for p in products if p.price is not None), key=lambda p: p.price or 0.0)
@@ -311,17 +330,19 @@ def search_turn(
             shown = by_price(shown) if price_only else nudge_by_cost(shown, log_price)
         return SearchOutcome(shown)
     if like is None:
-        return constrained_retrieve(retriever, text, top_k, plan)
+        return past_shown(retriever, text, top_k, plan)
     wanted = top_k * CANDIDATE_FACTOR
+    seen = set(plan.search_filter.exclude_products)
     matching: list[int] = []
     beyond: list[int] = []  # what matches the question outside the price bounds
     if text:
-        question = constrained_retrieve(retriever, text, wanted, plan)
+        question = constrained_retrieve(retriever, text, wanted + len(seen), _unseen(plan))
+        left = [p.id for p in question.products if p.id != like and p.id not in seen]
+        past = [p.id for p in question.closest_outside if p.id != like and p.id not in seen]
         if question.nearest:  # nothing fits the filters, so nothing matches inside them
-            beyond = [p.id for p in question.products if p.id != like]
+            beyond = left
         else:
-            matching = [p.id for p in question.products if p.id != like]
-            beyond = [p.id for p in question.closest_outside if p.id != like]
+            matching, beyond = left, past
     if not matching and beyond:
         # The shown tent is the only one under the cap: more like it are the tents above
         # it, labelled as outside, not the cheap products that share its model name.

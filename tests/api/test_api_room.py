@@ -113,3 +113,15 @@ def test_bigger_asks_room_for_one_more_and_what_has_it_matches(
     assert answer["search_text"] == search
     assert answer["products"][0]["id"] == 2, answer["products"]
     assert not answer["message"].startswith("Nothing"), answer["message"]
+
+
+def test_more_after_every_tent_shown_is_nothing_not_the_headlamp(client: httpx.Client) -> None:
+    """The next page of "a tent" was searched with the tents kept out, so the headlamp (its
+    blurb mentions tent-mates) became the best match, and the bar fell with it."""
+    first = ask(client, "a tent")
+    assert {p["id"] for p in first["products"]} == {1, 2, 3}, first["products"]
+    r = client.post(
+        "/recommend", json={"query": "show me more", "conversation": first["conversation"]}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["products"] == [], r.json()["products"]
