@@ -281,6 +281,8 @@ def past_shown(retriever: Retriever, text: str, top_k: int, plan: FilterPlan) ->
     whole = constrained_retrieve(retriever, text, top_k + len(seen), _unseen(plan))
     products = [p for p in whole.products if p.id not in seen][:top_k]
     outside = [p for p in whole.closest_outside if p.id not in seen]
+    if not products and outside:  # past every match inside the price bounds
+        return replace(whole, products=outside[:top_k], closest_outside=[], nearest=True)
     return replace(whole, products=products, closest_outside=outside[: top_k - len(products)])
 
 

@@ -388,3 +388,20 @@ def test_more_after_more_like_one_stays_with_what_matches_the_question(
         assert not {p["id"] for p in offered} & shown
         shown |= {p["id"] for p in offered}
     assert answer["products"] == [], answer["products"]
+
+
+def test_more_past_every_match_in_the_budget_offers_the_nearest_outside_it(
+    client: httpx.Client,
+) -> None:
+    """Past the one shoe under $50 and the closest above it, the next page's top pick was a
+    $99 shoe after "nothing else matches": an answer that contradicted itself."""
+    first = ask(client, "running shoes under $50")
+    assert [p["id"] for p in first["products"]] == [1], first["products"]
+    shown = {p["id"] for p in [*first["products"], *first["closest_outside_filters"]]}
+    answer = ask(client, "show me more", first["conversation"])
+    assert answer["nearest_matches"] is True and answer["products"], answer
+    assert all(p["outside_filters"] for p in answer["products"])
+    assert not {p["id"] for p in answer["products"]} & shown
+    assert answer["message"].startswith(
+        "Nothing else matches your request within its price range; these are the nearest"
+    ), answer["message"]

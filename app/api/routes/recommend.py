@@ -74,6 +74,11 @@ class _Searched:
         """What the answer says before its own words (`constraint_notice`)."""
         if self.more and not self.outcome.products:
             return "Nothing else matches your request: the answers before showed every match. "
+        if self.more and self.outcome.nearest:
+            return (
+                "Nothing else matches your request within its price range; "
+                "these are the nearest matches outside it. "
+            )
         return constraint_notice(self.plan, self.outcome)
 
     def question(self, query: str) -> Question:
