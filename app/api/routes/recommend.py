@@ -181,8 +181,8 @@ async def _search(
         turn.about_ranked,
     )
     if turn.excluded and outcome.no_close_match:
-        # "More" past every close match: the nearest of the rest were rowing machines for
-        # "a yoga mat". None is the answer.
+        # "More" of a search that matched nothing closely ("a hand mixer": stand mixers):
+        # the next nearest are further still. None is the answer.
         outcome = SearchOutcome([])
     if not turn.about and turn.like is None:
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
