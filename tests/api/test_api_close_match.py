@@ -147,3 +147,15 @@ def test_a_kind_the_shop_lacks_is_named_when_nothing_is_offered(
     assert answer["products"] == []
     assert answer["not_carried"] == "bike"
     assert answer["message"].startswith('The shop has nothing called "bike". Sorry, no match')
+
+
+def test_more_of_an_answer_with_nothing_close_is_nothing(demo_client: httpx.Client) -> None:
+    """Nothing in the demo is close to a blender: the next nearest are further still."""
+    first = _ask(demo_client, "a blender that is not too loud")
+    assert first["no_close_match"] is True and first["products"]
+    r = demo_client.post(
+        "/recommend", json={"query": "show me more", "conversation": first["conversation"]}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["products"] == []
+    assert r.json()["message"].startswith("Nothing else matches your request")
