@@ -15,6 +15,9 @@ one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"
 - it is in no category's name;
 - no product shown mentions it in its name or in the text it matched by (a "Trail Cooker"
   whose description says "stove" is one).
+The answer names the head with the word before it when that word names which ("camping
+stove", "coffee maker": 'nothing called "maker"' read oddly), not when it only qualifies
+(a colour, material, size or quality: "a quiet blender" names "blender").
 A sort of a kind the shop carries is judged the same way by the word right before the head
 ("a hand mixer" where every mixer is a stand mixer, "sony headphones", "a purple kettle"):
 the answer names both words. That word is not judged when it says how or how much
@@ -112,6 +115,7 @@ class KindReader:
         # "taller", "lighter": a comparison, never the thing asked for.
         self._comparing = {w for w in book.followup_kept_openers if " " not in w}
         self._units = set(book.number_units_not_price)
+        self._attributes = set(book.attribute_words)
         # A few letters before the ending: "adhesive" is a quality here, "drive" is not.
         self._attribute = re.compile(rf"^\w{{4,}}(?:{'|'.join(book.attribute_endings)})$")
 
@@ -168,6 +172,18 @@ class KindReader:
             return None
         return Named(before, words[-1], then)
 
+    def _names(self, word: str) -> bool:
+        """Whether `word`, right before a head, names which of it (not a determiner, a
+        function word, a comparison, a colour, material or size, or a quality)."""
+        return (
+            word.isalpha()
+            and word not in self._skip
+            and word not in self._stop
+            and word not in self._comparing
+            and word not in self._attributes
+            and not self.is_quality(word)
+        )
+
     def is_quality(self, word: str) -> bool:
         """A quality by its ending (`attribute_endings`, "-ed", "-ly"), not a kind."""
         return bool(self._attribute.match(word) or _PARTICIPLE_OR_ADVERB.match(word))
@@ -188,18 +204,17 @@ class KindReader:
             return None
         before, head, then = named
         if lacks(head, speller, categories) and not _mentioned(head, shown):
-            return head
+            # With the word that names it ("coffee maker", not "maker"), unless that word
+            # only qualifies it ("quiet blender": a blender that is not quiet is no more).
+            return f"{before} {head}" if self._names(before) else head
         # The kind is carried, but not this sort of it: "a hand mixer" where every mixer is
         # a stand mixer, "sony headphones" where no product says Sony. Not judged: a head
         # that is one of several ("wine and beverage refrigerator"), or a word before it
         # that says how it is or compares ("enhancing sealers", "quicker").
         if (
             then not in _JOINS
-            and before.isalpha()
-            and before not in self._skip
-            and before not in self._comparing
+            and (self._names(before) or before in self._attributes)  # "a purple kettle"
             and not before.endswith("ing")
-            and not self.is_quality(before)
             and lacks(before, speller, categories)
             and not _mentioned(before, shown)
         ):

@@ -153,7 +153,7 @@ def test_the_llm_is_told_what_the_shop_lacks(client: httpx.Client, openai_stub: 
     asked = openai_stub.requests[-1].message("user")
     assert (
         "Shopper's request: an electric stove for the kitchen (the shop has nothing called "
-        '"stove": say so; the products listed are the closest it has)'
+        '"electric stove": say so; the products listed are the closest it has)'
     ) in asked
 
 
