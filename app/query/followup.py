@@ -74,15 +74,6 @@ class FollowUpReader:
         self.rooms = RoomReader(book)
         self._roomier_words = {w.lower() for w in book.roomier_words}
         self._count_in = re.compile(rf"(?<![\w.]){n}(?![\w.])", re.I)
-        # Words before a kind that qualify it rather than name a sort of it ("lighter": the
-        # kept openers' comparatives).
-        self._not_a_sort = {
-            *book.attribute_words,
-            *book.followup_kept_openers,
-            *book.determiners,
-            *book.function_words,
-            *book.count_words,
-        }
         self._on_query = [c for c in compiled if c.rule.at not in ON_REST]
         self._on_rest = [c for c in compiled if c.rule.at in ON_REST]
 
@@ -203,9 +194,8 @@ class FollowUpReader:
         if (
             said != [sort, new.head]
             or sort == was
-            or not was.isalpha()
-            or {sort, was} & self._not_a_sort
-            or self.kinds.is_quality(sort)
+            or not self.kinds.names_which(sort)
+            or not self.kinds.names_which(was)
         ):
             return text, words
         at = re.search(

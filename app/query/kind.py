@@ -116,6 +116,7 @@ class KindReader:
         self._comparing = {w for w in book.followup_kept_openers if " " not in w}
         self._units = set(book.number_units_not_price)
         self._attributes = set(book.attribute_words)
+        self._counts = set(book.count_words)
         # A few letters before the ending: "adhesive" is a quality here, "drive" is not.
         self._attribute = re.compile(rf"^\w{{4,}}(?:{'|'.join(book.attribute_endings)})$")
 
@@ -172,11 +173,12 @@ class KindReader:
             return None
         return Named(before, words[-1], then)
 
-    def _names(self, word: str) -> bool:
+    def names_which(self, word: str) -> bool:
         """Whether `word`, right before a head, names which of it (not a determiner, a
-        function word, a comparison, a colour, material or size, or a quality)."""
+        function word, a count, a comparison, a colour, material or size, or a quality)."""
         return (
             word.isalpha()
+            and word not in self._counts
             and word not in self._skip
             and word not in self._stop
             and word not in self._comparing
@@ -206,14 +208,14 @@ class KindReader:
         if lacks(head, speller, categories) and not _mentioned(head, shown):
             # With the word that names it ("coffee maker", not "maker"), unless that word
             # only qualifies it ("quiet blender": a blender that is not quiet is no more).
-            return f"{before} {head}" if self._names(before) else head
+            return f"{before} {head}" if self.names_which(before) else head
         # The kind is carried, but not this sort of it: "a hand mixer" where every mixer is
         # a stand mixer, "sony headphones" where no product says Sony. Not judged: a head
         # that is one of several ("wine and beverage refrigerator"), or a word before it
         # that says how it is or compares ("enhancing sealers", "quicker").
         if (
             then not in _JOINS
-            and (self._names(before) or before in self._attributes)  # "a purple kettle"
+            and (self.names_which(before) or before in self._attributes)  # "a purple kettle"
             and not before.endswith("ing")
             and lacks(before, speller, categories)
             and not _mentioned(before, shown)

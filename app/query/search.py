@@ -274,11 +274,14 @@ def past_shown(retriever: Retriever, text: str, top_k: int, plan: FilterPlan) ->
     """`constrained_retrieve`, past the products a run of "show me more" showed
     (`exclude_products`): searched as the first page was, so the same best match sets the
     same bar, and what was shown is dropped after. Kept out of the search, the best of the
-    rest set the bar: after the four tents, headlamps came as the next page's matches."""
+    rest set the bar: after the four tents, headlamps came as the next page's matches. A
+    search with nothing close has no next page."""
     seen = set(plan.search_filter.exclude_products)
     if not seen:
         return constrained_retrieve(retriever, text, top_k, plan)
     whole = constrained_retrieve(retriever, text, top_k + len(seen), _unseen(plan))
+    if whole.no_close_match:  # nothing was close ("a hand mixer"): the next are further
+        return SearchOutcome([])
     products = [p for p in whole.products if p.id not in seen][:top_k]
     outside = [p for p in whole.closest_outside if p.id not in seen]
     if not products and outside:  # past every match inside the price bounds
@@ -353,7 +356,7 @@ def search_turn(
         if near:
             offered = [replace(p, outside_filters=True) for p in near[:top_k]]
             return SearchOutcome(offered, nearest=True)
-    if text and not matching and plan.search_filter.exclude_products:
+    if text and not matching and seen:
         # "Show me more" past every product that matches the question: after the tents,
         # the products nearest the tent were backpacks.
         return SearchOutcome([])

@@ -180,10 +180,6 @@ async def _search(
         turn.asked,
         turn.about_ranked,
     )
-    if turn.excluded and outcome.no_close_match:
-        # "More" of a search that matched nothing closely ("a hand mixer": stand mixers):
-        # the next nearest are further still. None is the answer.
-        outcome = SearchOutcome([])
     if not turn.about and turn.like is None:
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
         if missing is not None:
