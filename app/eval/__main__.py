@@ -6,6 +6,7 @@ python -m app.eval --dataset D --model MODEL_DIR --folds 5 --fold 0
 python -m app.eval --queries Q --qrels R --products FILE
 python -m app.eval --constraints FILE               # the labelled constraint queries
 python -m app.eval --fusion rrf --rrf-k 60          # a comparison fusion beside the service
+python -m app.eval --dataset D --http               # and the real service asked over HTTP
 
 All rankings run on ONE index of the catalog's chunks, written the way the sync writes
 them (dense + BM25 in the embedded engine): `dense` and `bm25` are the two branches alone,
@@ -18,7 +19,8 @@ model: its encoder builds the index and its ranker re-orders `service` and `reco
 trained with `python -m app.learn.ranker --holdout F` never saw. The comparison flags
 (--fusion, --rrf-k, --fusion-*-weight, --feedback-*) add one more hybrid ranking, named
 after its fusion; they are not settings of the service. Dense vectors are cached
-on disk by model and text (--cache-dir), so a second run only pays for search.
+on disk by model and text (--cache-dir), so a second run only pays for search. `--http`
+starts the service on the same index and asks it every judged query (app.eval.over_http).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from app.eval.data import (
 )
 from app.eval.folds import fold_of
 from app.eval.index import build_chunk_index
+from app.eval.over_http import HttpReport, ask_all, compare, print_http, seal, served
 from app.eval.recommend import RecommendReport, evaluate_recommend
 from app.eval.runner import EvalReport, evaluate
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
@@ -97,6 +100,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", type=Path, help="a learned model folder (default: LEARNED_MODEL)")
     p.add_argument("--folds", type=int, default=0, help="k of a k-fold by query (with --fold)")
     p.add_argument("--fold", type=int, help="score only the queries of this fold")
+    p.add_argument(
+        "--http",
+        action="store_true",
+        help="also ask every judged query of the real service over HTTP (app.eval.over_http): "
+        "what its answers show, scored, and compared with the in-process answers",
+    )
     compare = p.add_argument_group("comparison fusion (one more hybrid ranking)")
     compare.add_argument("--fusion", choices=get_args(FusionMethod), help="how it fuses")
     compare.add_argument("--rrf-k", type=int, default=60, help="rrf: k of 1 / (k + rank)")
@@ -193,6 +202,7 @@ def _print_recommend(report: RecommendReport, retriever: Retriever) -> None:
         else f"margin {retriever.relevance_margin}"
     )
     print(f"condensed nDCG@{report.k} recommend {report.mean:.4f}   ({report.seconds:.1f}s)")
+    print(f"condensed nDCG@{report.k} shown (cut on) in process {report.shown_mean:.4f}")
     c = report.cut
     print(
         f"cut ({cut}) on the top {report.k}: judged-relevant removed {c.relevant_removed}/"
@@ -215,6 +225,23 @@ def _print_recommend(report: RecommendReport, retriever: Retriever) -> None:
         )
         for query, word in flagged.queries[:FLAGGED_SHOWN]:
             print(f"  {query!r}" + (f" ({word})" if word else ""))
+
+
+def _ask_the_service(
+    index: str,
+    learned_model: str,
+    queries: list[EvalQuery],
+    qrels: dict[str, dict[int, float]],
+    recommend: RecommendReport,
+) -> HttpReport:
+    """The judged queries `recommend` answered, asked of the real service on `index`."""
+    judged = [q for q in queries if q.qid in recommend.answers]
+    started = time.perf_counter()
+    with served(index, learned_model) as url:
+        asked = ask_all(url, judged, recommend.k)
+    report = compare(judged, asked, recommend.answers, qrels, recommend.k)
+    report.seconds = time.perf_counter() - started
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,9 +314,18 @@ def main(argv: list[str] | None = None) -> int:
                 if cases
                 else []
             )
+            if args.http:
+                seal(store, embedder, settings, str(products_path), model_dir or "")
         finally:
             embedder.save()
             store.close()
+        over_http = None
+        if args.http:
+            try:
+                over_http = _ask_the_service(folder, model_dir or "", queries, qrels, recommend)
+            except RuntimeError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 1
     hybrid = settings.retrieval_mode == "hybrid"
     fused = f" ({_fusion_label(rankings['service'].fusion)})" if hybrid else ""
     print(
@@ -301,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     _print(report, args.per_query)
     _print_recommend(recommend, rankings["service"])
+    if over_http is not None:
+        print_http(over_http)
     if constraint_lines:
         print("\n".join(constraint_lines))
     return 0

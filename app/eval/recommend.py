@@ -59,6 +59,15 @@ class CutEffect:
         return self.irrelevant_removed / self.irrelevant if self.irrelevant else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What an answer shows: its products in order and its notices."""
+
+    ids: tuple[int, ...]
+    not_carried: str | None
+    no_close_match: bool
+
+
 @dataclass
 class Flagged:
     """Answers that carry one notice, and those among them showing a judged-relevant product."""
@@ -82,6 +91,9 @@ class RecommendReport:
     k: int
     depth: int
     per_query: dict[str, float] = field(default_factory=dict)
+    # qid -> what the answer shows (its top k, the cut on), and that list's nDCG@k
+    answers: dict[str, Answer] = field(default_factory=dict)
+    shown: dict[str, float] = field(default_factory=dict)
     cut: CutEffect = field(default_factory=CutEffect)
     # min probability -> the cut's effect there (with a ranker only)
     grid: dict[float, CutEffect] = field(default_factory=dict)
@@ -92,6 +104,10 @@ class RecommendReport:
     @property
     def mean(self) -> float:
         return statistics.fmean(self.per_query.values()) if self.per_query else 0.0
+
+    @property
+    def shown_mean(self) -> float:
+        return statistics.fmean(self.shown.values()) if self.shown else 0.0
 
 
 def _count(effect: CutEffect, relevant: bool, removed: bool) -> None:
@@ -146,6 +162,9 @@ def evaluate_recommend(
         ranked, uncut = got.ranked, got.uncut
         kept = {p.id for p in got.kept}
         report.per_query[q.qid] = condensed_ndcg_at_k([p.id for p in ranked], grades, k)
+        ids = tuple(p.id for p in got.kept)
+        report.answers[q.qid] = Answer(ids, got.not_carried, got.no_close_match)
+        report.shown[q.qid] = condensed_ndcg_at_k(list(ids), grades, k)
         relevant_shown = any(grades.get(i, 0.0) >= relevant for i in kept)
         if got.not_carried is not None:
             report.not_carried.add(q.query, got.not_carried, relevant_shown)

@@ -47,7 +47,7 @@ class StoreView(Generic[T]):
 
     def peek(self) -> T | None:
         """The value without blocking (safe on the event loop): None until the first read is
-        done, or while another thread holds the lock; schedules a due refresh."""
+        done; schedules a due refresh."""
         return self._peek(start_first=False)
 
     def warm(self) -> T | None:
@@ -57,7 +57,9 @@ class StoreView(Generic[T]):
 
     def _peek(self, *, start_first: bool) -> T | None:
         if not self._lock.acquire(blocking=False):
-            return None
+            # Another thread stores a read or schedules one: the last answer still holds
+            # (None here had a request parse without the catalog's words, now and then).
+            return self._value
         try:
             if self._value is not None or start_first:
                 self._schedule_refresh_if_due()

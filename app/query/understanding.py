@@ -33,7 +33,7 @@ class QueryUnderstanding:
     currency_symbol: the catalog's, for the labels of the filters applied.
     brands: the catalog's brands, for a negation that names one ("not Samsung").
     words: the catalog's words, to mend misspellings (None: QUERY_SPELLING=false). No
-        request waits for them: until the first read is done, queries go as typed.
+        request waits for them: `build_query_understanding` reads them first.
     """
 
     def __init__(
@@ -134,7 +134,10 @@ def build_query_understanding(
             logger.warning("QUERY_PARSER=llm needs OPENAI_API_KEY; parsing queries offline")
     words = CatalogWords(store, dictionary) if settings.query_spelling else None
     if words is not None:
-        words.warm()  # the first read starts now, in the background, not at the first query
+        # Read now, at start-up: the process listens only after it (app/api/serve.py), so
+        # no answer goes unmended while its peers mend it (54k names: 3-6 s). Later reads
+        # run in the background; an empty store is read again soon (store_view).
+        words.get()
     return QueryUnderstanding(
         CategoryVocabulary(store, settings.category_refresh_seconds),
         OfflineQueryParser(book),

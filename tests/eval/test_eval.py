@@ -89,6 +89,26 @@ def test_eval_on_the_demo_set_hybrid_is_no_worse_than_dense(
     assert report["products outside budget"].startswith("0 of ")
 
 
+@pytest.mark.slow
+def test_the_real_service_over_http_answers_as_the_eval_does(
+    capsys: pytest.CaptureFixture[str], embedder: object, tmp_path: Path
+) -> None:
+    # `--http`: the service process on the eval's index, every judged query POSTed to
+    # /recommend; what it shows must be what the in-process path says it shows.
+    assert main(["--cache-dir", str(tmp_path), "--http", "--constraints", "/dev/null"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    line = next(x for x in printed if x.startswith("over HTTP:"))
+    assert line.startswith("over HTTP: 30 of 30 answered 200 (0 errors)"), line
+    assert "answers the same over HTTP as in process: 30 of 30" in printed, printed[-12:]
+    scores = {
+        x.rsplit(None, 1)[0]: float(x.rsplit(None, 1)[1])
+        for x in printed
+        if x.startswith("condensed nDCG@10 shown")
+    }
+    http = scores["condensed nDCG@10 shown (cut on) over HTTP"]
+    assert http == scores["condensed nDCG@10 shown (cut on) in process"] and http > 0.9
+
+
 def test_comparison_fusions_are_flags_not_settings() -> None:
     settings = Settings()
     assert comparison_fusion(_parse([]), settings) is None

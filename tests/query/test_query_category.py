@@ -5,6 +5,7 @@ and equal to Spark's own `SELECT DISTINCT category` after inserts, re-filings an
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,33 @@ def test_a_failed_read_is_retried_soon(store: VectorStore, monkeypatch: pytest.M
     # Retried RETRY_FAILED_READ_SECONDS later, in the background, and then kept.
     wait_for("the first read", lambda: vocabulary.peek() == frozenset({"audio", "kitchen"}), 10)
     assert reads == ["category"] * 2
+
+
+def test_a_peek_while_another_thread_stores_a_read_gets_the_last_answer(
+    store: VectorStore,
+) -> None:
+    # A refresh thread holds the lock while it stores its read: a request peeking then had
+    # None, and parsed that once without the catalog's categories or words.
+    store.ensure_collection(DIM)
+    store.upsert([chunk(1, "audio")])
+    vocabulary = CategoryVocabulary(store, refresh_seconds=3600)
+    assert vocabulary.get() == {"audio"}
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with vocabulary._lock:
+            holding.set()
+            release.wait(10)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    try:
+        assert holding.wait(10)
+        assert vocabulary.peek() == frozenset({"audio"})
+        assert vocabulary.warm() == frozenset({"audio"})
+    finally:
+        release.set()
+        other.join(10)
 
 
 @pytest.mark.server
