@@ -25,9 +25,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.api.services import _query_encoder  # noqa: E402
 from app.core.config import Settings  # noqa: E402
 from app.embedding import load_embedder  # noqa: E402
+from app.embedding.onnx_query import query_encoder_for  # noqa: E402
 from app.eval.constraints import DEFAULT_CONSTRAINTS, load_constraint_cases  # noqa: E402
 from app.query import OfflineQueryParser  # noqa: E402
 from app.query.category import CategoryVocabulary  # noqa: E402
@@ -57,7 +57,7 @@ def main() -> None:
     parser = OfflineQueryParser()
     settings = Settings()
     embedder = load_embedder()
-    encoder = _query_encoder(settings, embedder)
+    encoder = query_encoder_for(settings, embedder)
     encoder.embed(["warm up"])
 
     parse_ms = per_call_ms(lambda q: parser.parse(q, CATEGORIES), list(queries), args.rounds)

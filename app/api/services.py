@@ -24,7 +24,7 @@ from app.api.conversation import ConversationCodec, conversation_secret
 from app.api.processes import check_processes
 from app.core.config import Settings
 from app.embedding import Embedder
-from app.embedding.onnx_query import build_onnx_query_encoder
+from app.embedding.onnx_query import query_encoder_for
 from app.events.ids import RecommendationIds
 from app.events.log import EventLog
 from app.events.shipping import SegmentShipper, is_object_store, s3_client
@@ -37,7 +37,6 @@ from app.query import QueryUnderstanding, build_query_understanding
 from app.query.spelling import dictionary_words
 from app.ranking import ranker_for
 from app.retrieval import Retriever
-from app.retrieval.retriever import QueryEncoder
 from app.store import VectorStore
 from app.sync.engine import SyncEngine
 from app.sync.runner import SyncRunner
@@ -150,14 +149,6 @@ class Services:
         await asyncio.to_thread(self.switch.close)
 
 
-def _query_encoder(settings: Settings, embedder: Embedder) -> QueryEncoder:
-    if settings.query_encoder == "onnx":
-        encoder = build_onnx_query_encoder(embedder, settings.model_cache_dir)
-        if encoder is not None:
-            return encoder
-    return embedder
-
-
 def serving_index(settings: Settings, engine: SyncEngine) -> ServingIndex:
     """The retriever of `engine`'s index, paired with the encoder its vectors came from
     and the ranker of the learned model that encoder belongs to (`engine.settings`: the
@@ -171,7 +162,7 @@ def serving_index(settings: Settings, engine: SyncEngine) -> ServingIndex:
     ranking = load_learned_model(learned).model_id if ranker is not None else "relevance"
     model = engine.embedder.model_id
     retriever = Retriever(
-        _query_encoder(settings, engine.embedder),
+        query_encoder_for(settings, engine.embedder),
         engine.store,
         settings,
         ranker=ranker,

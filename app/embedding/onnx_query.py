@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.core.config import Settings
 from app.embedding.model import Embedder
 from app.embedding.onnx_encoder import OnnxEncoder, open_session
 from app.embedding.onnx_export import export_fp32, exportable
@@ -71,3 +72,13 @@ def build_onnx_query_encoder(embedder: Embedder, cache_dir: str) -> OnnxEncoder 
     except Exception as e:  # an optional speed-up must never stop the service
         logger.warning("query encoder: %s (ONNX unavailable: %s)", embedder.encoder, e)
         return None
+
+
+def query_encoder_for(settings: Settings, embedder: Embedder) -> OnnxEncoder | Embedder:
+    """What embeds a query beside `embedder`'s documents: the service's and the eval's, so
+    the eval's answers are the service's (QUERY_ENCODER=torch: the document encoder)."""
+    if settings.query_encoder == "onnx":
+        encoder = build_onnx_query_encoder(embedder, settings.model_cache_dir)
+        if encoder is not None:
+            return encoder
+    return embedder

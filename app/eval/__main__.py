@@ -37,6 +37,7 @@ from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.embedding import embedder_for
 from app.embedding.learned import learned_embedder
+from app.embedding.onnx_query import query_encoder_for
 from app.eval.constraints import (
     DEFAULT_CONSTRAINTS,
     load_constraint_cases,
@@ -59,12 +60,13 @@ from app.eval.index import build_chunk_index
 from app.eval.over_http import HttpReport, ask_all, compare, print_http, seal, served
 from app.eval.recommend import RecommendReport, evaluate_recommend
 from app.eval.runner import EvalReport, evaluate
-from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder
+from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder, RememberedQueries
 from app.learned import LearnedModelError, load_learned_model
 from app.query.category import CategoryVocabulary
 from app.query.spelling import read_speller
 from app.ranking import Ranker, ranker_for
 from app.retrieval import Retriever
+from app.retrieval.retriever import QueryEncoder
 from app.store import StoreError, VectorStore
 from app.store.hybrid import FusionMethod, FusionSpec, RetrievalMode
 
@@ -139,7 +141,7 @@ def comparison_fusion(args: argparse.Namespace, settings: Settings) -> FusionSpe
 
 def _rankings(
     settings: Settings,
-    embedder: CachedEmbedder,
+    embedder: QueryEncoder,
     store: VectorStore,
     ranker: Ranker | None,
     compared: FusionSpec | None = None,
@@ -202,7 +204,10 @@ def _print_recommend(report: RecommendReport, retriever: Retriever) -> None:
         else f"margin {retriever.relevance_margin}"
     )
     print(f"condensed nDCG@{report.k} recommend {report.mean:.4f}   ({report.seconds:.1f}s)")
-    print(f"condensed nDCG@{report.k} shown (cut on) in process {report.shown_mean:.4f}")
+    k, shown, uncut = report.k, report.shown_mean, report.uncut_mean
+    print(f"condensed nDCG@{k} top {k} (cut off) {uncut:.4f}")
+    effect = f"(the cut {shown - uncut:+.4f})"
+    print(f"condensed nDCG@{k} shown (cut on) in process {shown:.4f} {effect}")
     c = report.cut
     print(
         f"cut ({cut}) on the top {report.k}: judged-relevant removed {c.relevant_removed}/"
@@ -278,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     # A fine-tuned encoder goes by its weights' id (the vector cache's key), not its folder.
     engine = (model and learned_embedder(model, settings)) or embedder_for(settings)
     embedder = CachedEmbedder.wrap(engine, args.cache_dir)
+    # Queries embedded as the service embeds them (its answers over --http are these).
+    asks = RememberedQueries(query_encoder_for(settings, engine))
     with tempfile.TemporaryDirectory(prefix="eval-index-") as folder:
         try:
             store = build_chunk_index(products, settings, embedder, path=folder)
@@ -288,9 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             embedder.save()
         indexed = time.perf_counter() - started
         try:
-            rankings = _rankings(
-                settings, embedder, store, ranker, comparison_fusion(args, settings)
-            )
+            rankings = _rankings(settings, asks, store, ranker, comparison_fusion(args, settings))
             report = evaluate(queries, qrels, rankings, k=args.k, depth=args.depth)
             categories = CategoryVocabulary(store, refresh_seconds=3600).get()
             speller = (
@@ -309,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             constraint_lines = (
                 report_constraints(
-                    cases, queries, qrels, store, Retriever(embedder, store, settings), args.k
+                    cases, queries, qrels, store, Retriever(asks, store, settings), args.k
                 )
                 if cases
                 else []

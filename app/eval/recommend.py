@@ -91,9 +91,12 @@ class RecommendReport:
     k: int
     depth: int
     per_query: dict[str, float] = field(default_factory=dict)
-    # qid -> what the answer shows (its top k, the cut on), and that list's nDCG@k
+    # qid -> what the answer shows (its top k, the cut on), and that list's nDCG@k; the
+    # same list with the cut off (`uncut`): the two apart are the cut's effect on the score
+    # (`per_query` ranks `depth` deep, so its top k holds more judged products)
     answers: dict[str, Answer] = field(default_factory=dict)
     shown: dict[str, float] = field(default_factory=dict)
+    uncut: dict[str, float] = field(default_factory=dict)
     cut: CutEffect = field(default_factory=CutEffect)
     # min probability -> the cut's effect there (with a ranker only)
     grid: dict[float, CutEffect] = field(default_factory=dict)
@@ -108,6 +111,10 @@ class RecommendReport:
     @property
     def shown_mean(self) -> float:
         return statistics.fmean(self.shown.values()) if self.shown else 0.0
+
+    @property
+    def uncut_mean(self) -> float:
+        return statistics.fmean(self.uncut.values()) if self.uncut else 0.0
 
 
 def _count(effect: CutEffect, relevant: bool, removed: bool) -> None:
@@ -165,6 +172,7 @@ def evaluate_recommend(
         ids = tuple(p.id for p in got.kept)
         report.answers[q.qid] = Answer(ids, got.not_carried, got.no_close_match)
         report.shown[q.qid] = condensed_ndcg_at_k(list(ids), grades, k)
+        report.uncut[q.qid] = condensed_ndcg_at_k([p.id for p in uncut], grades, k)
         relevant_shown = any(grades.get(i, 0.0) >= relevant for i in kept)
         if got.not_carried is not None:
             report.not_carried.add(q.query, got.not_carried, relevant_shown)

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from app.core.config import ROOT
 from app.embedding import Embedder
 from app.embedding.model import Vectors
+from app.retrieval.retriever import QueryEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -95,3 +96,24 @@ class CachedEmbedder(Embedder):
         os.replace(tmp, self.path)
         logger.info("vector cache %s: saved %d vectors (%d new)", self.path, len(keys), self._new)
         self._new = 0
+
+
+class RememberedQueries:
+    """A query encoder whose vectors are kept for the run: the eval asks each query of
+    several rankings. Not on disk: the service's query encoder may differ from the
+    document encoder the cache is keyed by (app.embedding.onnx_query)."""
+
+    def __init__(self, encoder: QueryEncoder) -> None:
+        self.encoder = encoder
+        self._rows: dict[str, npt.NDArray[np.float32]] = {}
+        self._lock = threading.Lock()  # two queries at once (app.eval.parallel)
+
+    def embed(self, texts: list[str]) -> Vectors:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._rows]
+        if todo:
+            fresh = self.encoder.embed(todo)
+            with self._lock:
+                self._rows.update(zip(todo, fresh, strict=True))
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._rows[t] for t in texts]).astype(np.float32, copy=False)
