@@ -197,6 +197,20 @@ def _about_all(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> No
     r.take(m)
 
 
+def _about_top(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
+    """A question about "it", the top pick ("is it heavy?", "does it fold?"): asked of the
+    first product the last answer offered as a match. Searched, "is it heavy?" after tents
+    offered heavy resistance bands."""
+    assert m is not None
+    if r.pointed or r.about:
+        return
+    top = next((p for p in r.state.shown if not p.outside), None)
+    if top is None:
+        return
+    r.about = (top.id,)
+    r.take(m)
+
+
 def cheaper_cap(prices: Sequence[float]) -> float:
     """A round price below the median of `prices` ($10 steps from $100, $5 from $20, else
     $1): "≤ $120", not "≤ $126.48", the median of $107.99 and $144.99 less a cent. Never
@@ -369,6 +383,7 @@ EFFECTS: dict[Effect, Callable[[Grammar, Reading, Compiled, Match | None], None]
     "search_by_shown": _search_by_shown,
     "about_shown": _about_shown,
     "about_all": _about_all,
+    "about_top": _about_top,
     "cheaper": _cheaper,
     "brands": _brands,
     "ignore_query": _ignore_query,

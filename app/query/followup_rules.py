@@ -27,6 +27,7 @@ Effect = Literal[
     "search_by_shown",
     "about_shown",
     "about_all",
+    "about_top",
     "cheaper",
     "brands",
     "ignore_query",

@@ -74,6 +74,8 @@ class Phrasebook:
     followup_more: list[str]
     # A question about all the products shown: "which one has the longest battery?".
     followup_about_all: list[str]
+    # A question about "it", the top pick: "is it heavy?", "does it fold?".
+    followup_about_top: list[str]
     followup_cheaper: list[str]
     followup_openers: list[str]
     followup_kept_openers: list[str]

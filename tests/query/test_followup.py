@@ -7,6 +7,8 @@ outside the budget); the catalog's brands are Acme, Brumm Audio and Lune & Leaf.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.query import OfflineQueryParser, plan_filters
@@ -255,6 +257,8 @@ def test_a_question_about_shown_products_is_asked_of_them(
     [
         ("which one has the widest toe box?", "has the widest toe box"),
         ("do any of them fold?", "fold"),
+        ("are they waterproof?", "waterproof"),
+        ("do these come in black?", "come in black"),
     ],
 )
 def test_a_question_about_everything_shown_is_asked_of_the_matches(query: str, asked: str) -> None:
@@ -264,6 +268,29 @@ def test_a_question_about_everything_shown_is_asked_of_the_matches(query: str, a
     assert turn.follow_up and turn.about_ranked and turn.asked == asked
     assert turn.about == (11, 12, 13, 14, 15)  # not 16, shown as outside the budget
     assert turn.parsed.search_text == "running shoes"
+
+
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("is it heavy?", "heavy"),
+        ("how heavy is it?", "how heavy"),
+        ("does it fold?", "fold"),
+        ("can it go in the washing machine?", "go in the washing machine"),
+    ],
+)
+def test_a_question_about_it_is_asked_of_the_top_pick(query: str, asked: str) -> None:
+    """Searched, "is it heavy?" after tents offered heavy resistance bands."""
+    turn = read(query)
+    assert turn.follow_up and (turn.about, turn.asked) == ((11,), asked)
+    assert turn.parsed.search_text == "running shoes"
+    outside_first = replace(LAST, shown=(ShownProduct(16, 120.0, outside=True), *LAST.shown[:2]))
+    assert read(query, outside_first).about == (11,)  # the first match, not the first shown
+
+
+def test_it_in_a_new_question_is_no_reference() -> None:
+    turn = read("I need a tent, is it possible under $50?", None)
+    assert turn.about == () and not turn.follow_up
 
 
 def test_a_first_time_is_no_reference() -> None:
