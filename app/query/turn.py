@@ -71,6 +71,10 @@ class Turn:
     about_ranked: bool = False
     # "Show me more": the products shown so far, kept out of this turn's search.
     excluded: tuple[int, ...] = ()
+    # A question about shown products named by their place: the list the next turn points
+    # into is still the last one. Handed on as the answer's (one product for "is it
+    # heavy?"), "the second one" next was a 422 and "are they …?" asked of the one.
+    still_shown: tuple[ShownProduct, ...] = ()
 
 
 def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:
@@ -107,7 +111,7 @@ def next_state(turn: Turn, plan: FilterPlan, outcome: SearchOutcome) -> Conversa
     brands = [c for c in heard if c.field in ("brand", "exclude_brand")][:MAX_BRANDS]
     unwanted = [c for c in heard if c.field == "exclude_words"][:MAX_EXCLUDED_WORDS]
     others = [c for c in heard if c.field not in ("brand", "exclude_brand", "exclude_words")]
-    shown = tuple(
+    shown = turn.still_shown or tuple(
         ShownProduct(p.id, p.price, p.outside_filters) for p in outcome.offered[:MAX_SHOWN]
     )
     return ConversationState(

@@ -373,6 +373,20 @@ def test_which_is_the_cheapest_orders_what_was_shown_by_price(
     assert {p["id"] for p in answer["products"]} == {p["id"] for p in first["products"]}
 
 
+def test_after_a_question_about_it_the_list_is_still_the_one_shown(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    """Searched, "is it heavy?" offered other products; handed on as the one product it
+    answered about, "the second one" next was a 422 and "are they …?" asked of one."""
+    shown = [p["id"] for p in first["products"]]
+    it = ask(client, "is it light?", first["conversation"])
+    assert [p["id"] for p in it["products"]] == shown[:1]
+    second = ask(client, "is the second one cushioned?", it["conversation"])
+    assert [p["id"] for p in second["products"]] == shown[1:2]
+    they = ask(client, "are they waterproof?", second["conversation"])
+    assert sorted(p["id"] for p in they["products"]) == sorted(shown)
+
+
 def test_more_after_more_like_one_stays_with_what_matches_the_question(
     client: httpx.Client, first: dict[str, Any]
 ) -> None:
