@@ -251,12 +251,19 @@ def _brands(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
     r.cue = r.cue or bool(found)
 
 
+# After a negation that starts the query, what makes it "no" said to the last answer.
+# (a start rule's match ends past the spaces and commas after it: "no, " holds its comma).
+_INTERJECTION = re.compile(r"\s*[.!;:]|\s*(?:i|i'm|im|i'd|we|that's|thats)(?![\w-])", re.I)
+
+
 def _ignore_query(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
     """A negation that named no brand ("without a hood", "not Samsung" for a brand the
     catalog lacks) refines the last turn and is never searched for: its words would attract
     what it rules out. The parser made them an exclusion (app/query/negation.py), unless
     the catalog's names use them after a negation ("no dig" ones): then nothing changes."""
-    if m is not None and not r.brand_spans:
+    if m is not None and ("," in m.group(0) or _INTERJECTION.match(r.query, m.end())):
+        r.take(m)  # "no, I want a floor lamp": an answer to the last turn, not a negation
+    elif m is not None and not r.brand_spans:
         logger.info("follow-up %r: the negated words name no brand; ignored", r.query)
         r.cuts.append((0, len(r.query)))
         r.cue = True

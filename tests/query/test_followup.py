@@ -293,6 +293,24 @@ def test_it_in_a_new_question_is_no_reference() -> None:
     assert turn.about == () and not turn.follow_up
 
 
+@pytest.mark.parametrize(
+    ("query", "search", "follow_up"),
+    [
+        ("no, I want a yoga mat", "yoga mat", False),
+        ("no I need a yoga mat", "yoga mat", False),
+        ("no, a yoga mat", "yoga mat", False),
+        ("no. in black", "running shoes in black", True),
+    ],
+)
+def test_no_said_to_the_last_answer_is_no_negation(
+    query: str, search: str, follow_up: bool
+) -> None:
+    """Read as a negation that named no brand, "no, I want a floor lamp" after "desk lamp"
+    was ignored and the desk lamps shown again."""
+    turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, SPELLER)
+    assert (turn.parsed.search_text, turn.follow_up) == (search, follow_up)
+
+
 def test_a_first_time_is_no_reference() -> None:
     turn = read("running shoes for the first time")
     assert turn.about == () and not turn.follow_up
