@@ -47,6 +47,8 @@ _PARTICIPLE_OR_ADVERB = re.compile(r"^\w{3,}(?:ed|ly)$")
 _PURPOSE = {"to", "for"}
 # A head joined to another names one of several things ("wine and beverage refrigerator").
 _JOINS = frozenset({"and", "or"})
+# What follows a verb, not a kind: "I will take it" named "take".
+_OBJECT = r"\s+(?:it|them|me|us|him|her)(?![\w-])"
 # Tools are named by what they do: the tokenizer splits "grinder" into "grind" + "##er".
 _AGENT_ENDINGS = ("er", "r")
 
@@ -171,6 +173,8 @@ class KindReader:
                 break
         if not words or not words[-1].isalpha():
             return None
+        if re.search(rf"(?<![\w-]){re.escape(words[-1])}{_OBJECT}", text, re.I):
+            return None  # a verb: "I will take it"
         return Named(before, words[-1], then)
 
     def names_which(self, word: str) -> bool:

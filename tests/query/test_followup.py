@@ -239,6 +239,7 @@ def test_words_of_the_kind_searched_or_after_a_kept_opener_refine(query: str) ->
         # The reference alone: "which one?" answered.
         ("the second one?", (12,), "running shoes"),
         ("#3", (13,), "running shoes"),
+        ("I will take the second one", (12,), "running shoes"),
     ],
 )
 def test_a_question_about_shown_products_is_asked_of_them(
@@ -277,6 +278,8 @@ def test_a_question_about_everything_shown_is_asked_of_the_matches(query: str, a
         ("how heavy is it?", "how heavy"),
         ("does it fold?", "fold"),
         ("can it go in the washing machine?", "go in the washing machine"),
+        # Chosen: the answer is about it ("take" searched was 'nothing called "take"').
+        ("I'll take it", "running shoes"),
     ],
 )
 def test_a_question_about_it_is_asked_of_the_top_pick(query: str, asked: str) -> None:

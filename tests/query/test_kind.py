@@ -56,6 +56,9 @@ TENT = RetrievedProduct(1, NAMES[0], "outdoor", "Pinecrest", 380.0, 0.82, ["Pitc
         ("for my dad", None),
         ("waterproof", None),
         ("2000", None),
+        # A verb and its object name no kind ('nothing called "take"').
+        ("I will take it", None),
+        ("a case for it", "case"),
     ],
 )
 def test_the_head_is_the_kind_asked_for(query: str, head: str | None) -> None:
