@@ -125,7 +125,8 @@ class FollowUpReader:
             )
         if not r.cue and r.words:
             return Turn(r.parsed)  # a new question (nothing but constraints is a follow-up)
-        if r.words and not (r.kept or r.pointed) and self._lacked(state, r):
+        points_back = self.refers_back.search(r.query) is not None  # "a burr one"
+        if r.words and not (r.kept or r.pointed or points_back) and self._lacked(state, r):
             # The last search was for a kind the shop lacks ("a blender"): words after it
             # ask again ("ok, what do you have for smoothies?"), not for a blender that is.
             r.switch = True

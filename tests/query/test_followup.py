@@ -553,6 +553,8 @@ def test_a_kind_the_shop_lacks_is_a_new_question(query: str, search: str) -> Non
         # Constraints, a kept opener or a shown product keep the conversation.
         ("under $50", True, "a camping stove"),
         ("in black", True, "a camping stove in black"),
+        # So do words that point back at it: searched alone, "burr" found running shoes.
+        ("do you have a gas one?", True, "a camping stove gas"),
     ],
 )
 def test_words_after_a_kind_the_shop_lacks_ask_again(
