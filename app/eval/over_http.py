@@ -149,7 +149,10 @@ def ask_all(url: str, queries: Sequence[EvalQuery], k: int) -> list[Asked]:
             client = local.client = httpx.Client(base_url=url, timeout=60)
             with lock:
                 clients.append(client)
-        r = client.post("/recommend", json={"query": query.query, "top_k": k})
+        try:
+            r = client.post("/recommend", json={"query": query.query, "top_k": k})
+        except httpx.HTTPError as e:  # counted, as a 5xx is: the run goes on
+            return Asked(None, f"{type(e).__name__}: {e}")
         if r.status_code != 200:
             return Asked(None, f"{r.status_code} {r.text[:200]}")
         body = r.json()
