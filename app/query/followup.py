@@ -74,6 +74,7 @@ class FollowUpReader:
         self.rooms = RoomReader(book)
         self._roomier_words = {w.lower() for w in book.roomier_words}
         self._count_in = re.compile(rf"(?<![\w.]){n}(?![\w.])", re.I)
+        self._one = re.compile(r"(?<![\w-])ones?[\s?!.]*$", re.I)
         self._on_query = [c for c in compiled if c.rule.at not in ON_REST]
         self._on_rest = [c for c in compiled if c.rule.at in ON_REST]
 
@@ -136,6 +137,7 @@ class FollowUpReader:
             return Turn(ParsedQuery(r.query, r.words, r.parsed.constraints, parsed.parser))
         like = r.like if not r.words or r.pointed else None  # new words: a text search again
         text, words = self._restated(state.search_text, r.words)
+        text, words = self._sort_of_it(text, words, r.query)
         text, words = self._renamed(text, words)
         text, words = self._roomier(text, words)
         if words and words.lower() not in text.lower():
@@ -178,6 +180,17 @@ class FollowUpReader:
         """Whether the last search asked for a kind the shop lacks, by the names alone."""
         lacked = self.kinds.not_carried(state.search_text, r.speller, (), r.categories)
         return lacked is not None
+
+    def _sort_of_it(self, text: str, words: str, query: str) -> tuple[str, str]:
+        """ "A burr one" after "coffee grinder": the sort of the kind searched, as if its name
+        stood for "one" ("a burr grinder": `_renamed`). Added as typed, "coffee grinder
+        burr" was answered as 'nothing called "grinder burr"'. A colour, material or
+        quality ("black ones") is added as before."""
+        old = self.kinds.named(text)
+        if old is None or not words or not self._one.search(query):
+            return text, words
+        renamed, rest = self._renamed(text, f"{words} {old.head}")
+        return (renamed, rest) if renamed != text else (text, words)
 
     def _renamed(self, text: str, words: str) -> tuple[str, str]:
         """`text` with the sort of its kind that `words` name instead ("what about a hand

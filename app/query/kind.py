@@ -47,6 +47,8 @@ _PARTICIPLE_OR_ADVERB = re.compile(r"^\w{3,}(?:ed|ly)$")
 _PURPOSE = {"to", "for"}
 # A head joined to another names one of several things ("wine and beverage refrigerator").
 _JOINS = frozenset({"and", "or"})
+# A word with its hyphenated parts ("dishwasher-safe" is one).
+_WHOLE_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
 # What follows a verb, not a kind: "I will take it" named "take".
 _OBJECT = r"\s+(?:it|them|me|us|him|her)(?![\w-])"
 # Tools are named by what they do: the tokenizer splits "grinder" into "grind" + "##er".
@@ -229,6 +231,8 @@ class KindReader:
 
 
 def _mentioned(word: str, shown: Sequence[RetrievedProduct]) -> bool:
-    """Whether a product shown uses `word` (any plain form) in its name or matched text."""
+    """Whether a product shown uses `word` (any plain form) in its name or matched text, as
+    a word of its own: "dishwasher-safe parts" is no dishwasher."""
     forms = set(plain_forms(word))
-    return any(forms & set(split_words(t)) for p in shown for t in (p.name, *p.matched_content))
+    texts = (t for p in shown for t in (p.name, *p.matched_content))
+    return any(forms & set(_WHOLE_WORD.findall(t.lower())) for t in texts)

@@ -553,8 +553,10 @@ def test_a_kind_the_shop_lacks_is_a_new_question(query: str, search: str) -> Non
         # Constraints, a kept opener or a shown product keep the conversation.
         ("under $50", True, "a camping stove"),
         ("in black", True, "a camping stove in black"),
-        # So do words that point back at it: searched alone, "burr" found running shoes.
-        ("do you have a gas one?", True, "a camping stove gas"),
+        # So do words that point back at it: searched alone, "burr" found running shoes
+        # (after "coffee grinder"); "a gas one" is a sort of it, as "a gas stove" would be.
+        ("do you have a gas one?", True, "a gas stove"),
+        ("any blue ones?", True, "a camping stove blue"),
     ],
 )
 def test_words_after_a_kind_the_shop_lacks_ask_again(

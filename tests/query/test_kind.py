@@ -97,6 +97,10 @@ def test_a_product_shown_that_mentions_the_kind_is_one() -> None:
     )
     assert READER.not_carried("a camping stove", SPELLER, [TENT]) == "camping stove"
     assert READER.not_carried("a camping stove", SPELLER, [TENT, cooker]) is None
+    # Part of another word is no mention: "stove-safe" does not make a pan a stove (the
+    # demo's "quiet dishwasher" offered purifiers with "dishwasher-safe" parts, unsaid).
+    pan = RetrievedProduct(3, "Trail Pan", "outdoor", None, 20.0, 0.6, ["A stove-safe pan."])
+    assert READER.not_carried("a camping stove", SPELLER, [TENT, pan]) == "camping stove"
 
 
 def test_a_sort_of_a_carried_kind_no_product_is_called_is_named() -> None:
