@@ -137,7 +137,7 @@ class FollowUpReader:
             return Turn(ParsedQuery(r.query, r.words, r.parsed.constraints, parsed.parser))
         like = r.like if not r.words or r.pointed else None  # new words: a text search again
         text, words = self._restated(state.search_text, r.words)
-        text, words = self._sort_of_it(text, words, r.query)
+        text, words = self._sort_of_it(text, words, state, r)
         text, words = self._renamed(text, words)
         text, words = self._roomier(text, words)
         if words and words.lower() not in text.lower():
@@ -181,16 +181,27 @@ class FollowUpReader:
         lacked = self.kinds.not_carried(state.search_text, r.speller, (), r.categories)
         return lacked is not None
 
-    def _sort_of_it(self, text: str, words: str, query: str) -> tuple[str, str]:
-        """ "A burr one" after "coffee grinder": the sort of the kind searched, as if its name
-        stood for "one" ("a burr grinder": `_renamed`). Added as typed, "coffee grinder
-        burr" was answered as 'nothing called "grinder burr"'. A colour, material or
-        quality ("black ones") is added as before."""
+    def _sort_of_it(
+        self, text: str, words: str, state: ConversationState, r: Reading
+    ) -> tuple[str, str]:
+        """ "A hand one?" after "a stand mixer": the sort of the kind searched, as if its name
+        stood for "one" ("a hand mixer": `_renamed`). After a kind the shop lacks ("coffee
+        grinder"), the sort goes before it and the rest stays ("coffee burr grinder"):
+        replaced, "burr grinder" lost the coffee and offered running shoes as the closest.
+        Added as typed, "coffee grinder burr" was named 'nothing called "grinder burr"'. A
+        colour, material or quality ("black ones") is added as before."""
         old = self.kinds.named(text)
-        if old is None or not words or not self._one.search(query):
+        if old is None or not words or not self._one.search(r.query):
             return text, words
-        renamed, rest = self._renamed(text, f"{words} {old.head}")
-        return (renamed, rest) if renamed != text else (text, words)
+        if not self._lacked(state, r):
+            renamed, rest = self._renamed(text, f"{words} {old.head}")
+            return (renamed, rest) if renamed != text else (text, words)
+        new = self.kinds.named(f"{words} {old.head}")
+        said = [w for w in split_words(words) if w not in self.book.determiners]
+        if new is None or said != [new.before] or not self.kinds.names_which(new.before):
+            return text, words
+        at = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(old.head)}", text, re.I)]
+        return f"{text[: at[-1]]}{new.before} {text[at[-1] :]}", ""
 
     def _renamed(self, text: str, words: str) -> tuple[str, str]:
         """`text` with the sort of its kind that `words` name instead ("what about a hand

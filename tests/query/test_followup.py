@@ -314,6 +314,16 @@ def test_no_said_to_the_last_answer_is_no_negation(
     assert (turn.parsed.search_text, turn.follow_up) == (search, follow_up)
 
 
+def test_a_sort_and_one_renames_the_sort_of_a_carried_kind() -> None:
+    """ "A hand one?" after "a stand mixer" is "a hand mixer", as "what about a hand mixer?"
+    is; a colour is added as before."""
+    mixer = ConversationState("a stand mixer", shown=LAST.shown)
+    turn = READER.read(PARSER.parse("a hand one?", CATEGORIES), mixer, BRANDS, CATEGORIES, SPELLER)
+    assert turn.follow_up and turn.parsed.search_text == "a hand mixer"
+    turn = READER.read(PARSER.parse("glass ones", CATEGORIES), mixer, BRANDS, CATEGORIES, SPELLER)
+    assert turn.parsed.search_text == "a stand mixer glass"
+
+
 def test_a_first_time_is_no_reference() -> None:
     turn = read("running shoes for the first time")
     assert turn.about == () and not turn.follow_up
@@ -554,8 +564,8 @@ def test_a_kind_the_shop_lacks_is_a_new_question(query: str, search: str) -> Non
         ("under $50", True, "a camping stove"),
         ("in black", True, "a camping stove in black"),
         # So do words that point back at it: searched alone, "burr" found running shoes
-        # (after "coffee grinder"); "a gas one" is a sort of it, as "a gas stove" would be.
-        ("do you have a gas one?", True, "a gas stove"),
+        # (after "coffee grinder"); "a gas one" is a sort of it, put before it.
+        ("do you have a gas one?", True, "a camping gas stove"),
         ("any blue ones?", True, "a camping stove blue"),
     ],
 )
