@@ -10,11 +10,12 @@ one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"
 `attribute_endings`, "-ed" and "-ly"). The shop does not carry it when all of these hold:
 - no product name uses the word in any plain form (the catalog's words, app.query.spelling);
 - it is a word, not a typo: the encoder knows it whole, or a word it knows whole plus
-  "-er" ("grinder", "blender"; not "reffridge"), and no catalog word is one edit away
-  ("low voltage steal");
+  "-er" ("grinder", "blender"; not "reffridge"), or two of those joined ("dishwasher"),
+  and no catalog word is one edit away ("low voltage steal");
 - it is in no category's name;
-- no product shown mentions it in its name or in the text it matched by (a "Trail Cooker"
-  whose description says "stove" is one).
+- no product shown mentions it, as a word of its own, in its name or in the text it
+  matched by (a "Trail Cooker" whose description says "stove" is one; "dishwasher-safe"
+  parts are no dishwasher).
 The answer names the head with the word before it when that word names which ("camping
 stove", "coffee maker": 'nothing called "maker"' read oddly), not when it only qualifies
 (a colour, material, size or quality: "a quiet blender" names "blender").
@@ -53,11 +54,20 @@ _WHOLE_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
 _OBJECT = r"\s+(?:it|them|me|us|him|her)(?![\w-])"
 # Tools are named by what they do: the tokenizer splits "grinder" into "grind" + "##er".
 _AGENT_ENDINGS = ("er", "r")
+# The shortest word a compound is read from ("dish" + "washer"; not "a" + "pple").
+_MIN_PART = 3
 
 
-def _a_word(word: str, dictionary: Collection[str]) -> bool:
-    return word in dictionary or any(
+def _a_word(word: str, dictionary: Collection[str], parts: int = 2) -> bool:
+    """A dictionary word, one named by what it does ("grinder"), or two of those joined
+    ("dishwasher", "toothbrush": the tokenizer has neither whole)."""
+    if word in dictionary or any(
         word.endswith(e) and word[: -len(e)] in dictionary for e in _AGENT_ENDINGS
+    ):
+        return True
+    return parts > 1 and any(
+        word[:i] in dictionary and _a_word(word[i:], dictionary, parts - 1)
+        for i in range(_MIN_PART, len(word) - _MIN_PART + 1)
     )
 
 

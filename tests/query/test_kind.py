@@ -75,6 +75,10 @@ def test_a_kind_no_product_is_called_is_named() -> None:
     # Split by the tokenizer ("grind" + "##er"), a word all the same.
     speller = Speller(catalog_word_counts(NAMES), DICTIONARY | {"grind"})
     assert READER.not_carried("a coffee grinder", speller, [TENT]) == "coffee grinder"
+    # Two words joined, neither whole in the tokenizer: "a quiet dishwasher" was unsaid.
+    speller = Speller(catalog_word_counts(NAMES), DICTIONARY | {"dish", "wash"})
+    assert READER.not_carried("a quiet dishwasher", speller, [TENT]) == "dishwasher"
+    assert READER.not_carried("a quiet dishwahser", speller, [TENT]) is None  # a typo
 
 
 @pytest.mark.parametrize(
