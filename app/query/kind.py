@@ -10,8 +10,9 @@ one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"
 `attribute_endings`, "-ed" and "-ly"). The shop does not carry it when all of these hold:
 - no product name uses the word in any plain form (the catalog's words, app.query.spelling);
 - it is a word, not a typo: the encoder knows it whole, or a word it knows whole plus
-  "-er" ("grinder", "blender"; not "reffridge"), or two of those joined ("dishwasher"),
-  and no catalog word is one edit away ("low voltage steal");
+  "-er" ("grinder", "blender"; not "reffridge"), or two of those joined ("dishwasher";
+  not two the catalog's names use: "flatbraces"), and no catalog word is one edit away
+  ("low voltage steal");
 - it is in no category's name;
 - no product shown mentions it, as a word of its own, in its name or in the text it
   matched by (a "Trail Cooker" whose description says "stove" is one; "dishwasher-safe"
@@ -71,6 +72,14 @@ def _a_word(word: str, dictionary: Collection[str], parts: int = 2) -> bool:
     )
 
 
+def _run_together(word: str, speller: Speller) -> bool:
+    """Whether `word` is two words the catalog's names use, written as one."""
+    return any(
+        speller.weight(word[:i]) > 0 and speller.weight(word[i:]) > 0
+        for i in range(_MIN_PART, len(word) - _MIN_PART + 1)
+    )
+
+
 def lacks(word: str, speller: Speller | None, categories: Iterable[str] = ()) -> bool:
     """Whether `word` is a word (not a typo) that no product name uses and no category is
     called by (see the module). Without the catalog's words, False."""
@@ -82,6 +91,8 @@ def lacks(word: str, speller: Speller | None, categories: Iterable[str] = ()) ->
     edits = speller.edits_to_nearest(word)
     if edits is not None and edits <= 1:
         return False
+    if _run_together(word, speller):
+        return False  # "flatbraces": the catalog's "flat braces", written as one
     return not any(forms & set(split_words(c)) for c in categories)
 
 

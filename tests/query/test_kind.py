@@ -79,6 +79,9 @@ def test_a_kind_no_product_is_called_is_named() -> None:
     speller = Speller(catalog_word_counts(NAMES), DICTIONARY | {"dish", "wash"})
     assert READER.not_carried("a quiet dishwasher", speller, [TENT]) == "dishwasher"
     assert READER.not_carried("a quiet dishwahser", speller, [TENT]) is None  # a typo
+    # ... but not two words the names use, run together (Home Depot's "flatbraces").
+    speller = Speller(catalog_word_counts(NAMES), DICTIONARY | {"water", "bottle"})
+    assert READER.not_carried("a steel waterbottle", speller, []) is None
 
 
 @pytest.mark.parametrize(
