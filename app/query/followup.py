@@ -201,6 +201,8 @@ class FollowUpReader:
         if new is None or said != [new.before] or not self.kinds.names_which(new.before):
             return text, words
         at = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(old.head)}", text, re.I)]
+        if not at:  # the head inside a hyphenated word ("a 2-person"): as typed
+            return text, words
         return f"{text[: at[-1]]}{new.before} {text[at[-1] :]}", ""
 
     def _renamed(self, text: str, words: str) -> tuple[str, str]:
