@@ -15,8 +15,8 @@ one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"
   ("low voltage steal");
 - it is in no category's name;
 - no product shown mentions it, as a word of its own, in its name or in the text it
-  matched by (a "Trail Cooker" whose description says "stove" is one; "dishwasher-safe"
-  parts are no dishwasher).
+  matched by (a "Trail Cooker" whose description says "stove" is one; "car-camping" is
+  camping, "dishwasher-safe" parts are no dishwasher).
 The answer names the head with the word before it when that word names which ("camping
 stove", "coffee maker": 'nothing called "maker"' read oddly), not when it only qualifies
 (a colour, material, size or quality: "a quiet blender" names "blender").
@@ -253,7 +253,10 @@ class KindReader:
 
 def _mentioned(word: str, shown: Sequence[RetrievedProduct]) -> bool:
     """Whether a product shown uses `word` (any plain form) in its name or matched text, as
-    a word of its own: "dishwasher-safe parts" is no dishwasher."""
+    a word of its own or the last of a hyphenated one, its head: "car-camping" is camping,
+    "dishwasher-safe parts" are no dishwasher."""
     forms = set(plain_forms(word))
     texts = (t for p in shown for t in (p.name, *p.matched_content))
-    return any(forms & set(_WHOLE_WORD.findall(t.lower())) for t in texts)
+    return any(
+        forms & {w.rsplit("-", 1)[-1] for w in _WHOLE_WORD.findall(t.lower())} for t in texts
+    )

@@ -48,8 +48,9 @@ def _judged(client: httpx.Client, query: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("query", "notice"),
     [
-        # "dishwasher" is no word the encoder knows whole: what the shop lacks is not named.
-        ("a dishwasher", NOTICE),
+        # A typo of a kind the shop lacks: what it lacks is not named, nothing is close.
+        ("a dishwahser", NOTICE),
+        ("a dishwasher", LACKS.format("dishwasher")),
         ("a blender that is not too loud", LACKS.format("blender")),
     ],
 )
@@ -66,7 +67,7 @@ def test_nothing_close_is_said_and_the_nearest_are_still_offered(
     assert [p["id"] for p in search["products"]] == [p["id"] for p in answer["products"]]
 
 
-@pytest.mark.parametrize("query", ["a camping tent", "wireless headphones for swimming"])
+@pytest.mark.parametrize("query", ["a camping headlamp", "wireless headphones for swimming"])
 def test_a_request_the_catalog_matches_gets_no_notice(
     demo_client: httpx.Client, query: str
 ) -> None:
@@ -87,7 +88,7 @@ def _streamed(client: httpx.Client, query: str) -> str:
 
 
 def test_the_stream_carries_the_flag_and_the_notice(demo_client: httpx.Client) -> None:
-    text = _streamed(demo_client, "a dishwasher")
+    text = _streamed(demo_client, "a dishwahser")
     assert '"no_close_match":true' in text.replace(" ", "")
     assert NOTICE in text
 
@@ -103,7 +104,9 @@ def test_a_kind_the_shop_lacks_is_named_and_the_closest_offered(
     assert answer["products"][0]["score"] >= 0.5
     search = demo_client.post("/search", json={"query": "I need a camping stove for my trip"})
     assert search.json()["not_carried"] == "camping stove"
-    for carried in ("a camping tent", "something to cook on while camping"):
+    # (This demo shard has no tent: "a camping tent" is lacked too, though a headlamp's
+    # text says "tent-mates", which once counted as a tent.)
+    for carried in ("a camping headlamp", "something to cook on while camping"):
         other = demo_client.post("/recommend", json={"query": carried, "top_k": 3}).json()
         assert other["not_carried"] is None, carried
         assert not other["message"].startswith("The shop has nothing"), carried

@@ -108,6 +108,9 @@ def test_a_product_shown_that_mentions_the_kind_is_one() -> None:
     # demo's "quiet dishwasher" offered purifiers with "dishwasher-safe" parts, unsaid).
     pan = RetrievedProduct(3, "Trail Pan", "outdoor", None, 20.0, 0.6, ["A stove-safe pan."])
     assert READER.not_carried("a camping stove", SPELLER, [TENT, pan]) == "camping stove"
+    # ... but the last word of one is its head: a "camp-stove" is a stove.
+    camp = RetrievedProduct(4, "Trail Cooker", "outdoor", None, 40.0, 0.6, ["A camp-stove."])
+    assert READER.not_carried("a camping stove", SPELLER, [TENT, camp]) is None
 
 
 def test_a_sort_of_a_carried_kind_no_product_is_called_is_named() -> None:
