@@ -34,7 +34,6 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +41,10 @@ from app.core.catalog import Product
 from app.core.config import Settings, get_settings
 from app.embedding import embedder_for
 from app.eval.data import PRODUCTS_FILE, QUERIES_FILE, load_products, load_queries
-from app.eval.index import build_chunk_index, chunker_for
+from app.eval.index import build_chunk_index, chunker_for, seal_chunk_index
 from app.eval.vector_cache import CachedEmbedder
 from app.sync.chunking import PAYLOAD_FORMAT
 from app.sync.engine import OPTIMIZE_AFTER_UNINDEXED
-from app.sync.state import SyncCheckpoint
 from bench.service_process import Phase, ServiceProcess, measure
 
 logger = logging.getLogger("bench.retrieval")
@@ -130,17 +128,7 @@ def _build_shard(
             store.optimize()
             unindexed = 0
             print(f"HNSW index built in {time.perf_counter() - t:.1f}s", file=sys.stderr)
-        instant = datetime.now().strftime("%Y%m%d%H%M%S%f")[:17]
-        checkpoint = SyncCheckpoint(
-            completed=instant,
-            requested=instant,
-            table_path=str(_table_path(shard)),
-            signature=chunker_for(settings, embedder).signature,
-            chunks=chunks,
-            unindexed=unindexed,
-            model_id=embedder.model_id,
-        )
-        store.save_state(checkpoint.to_dict())
+        seal_chunk_index(store, settings, embedder, str(_table_path(shard)), unindexed=unindexed)
     finally:
         store.close()
     return chunks

@@ -56,8 +56,8 @@ from app.eval.data import (
     load_queries,
 )
 from app.eval.folds import fold_of
-from app.eval.index import build_chunk_index
-from app.eval.over_http import HttpReport, ask_all, compare, print_http, seal, served
+from app.eval.index import build_chunk_index, seal_chunk_index
+from app.eval.over_http import HttpReport, ask_all, compare, print_http, served
 from app.eval.recommend import RecommendReport, evaluate_recommend
 from app.eval.runner import EvalReport, evaluate
 from app.eval.vector_cache import DEFAULT_CACHE_DIR, CachedEmbedder, RememberedQueries
@@ -320,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
                 else []
             )
             if args.http:
-                seal(store, embedder, settings, str(products_path), model_dir or "")
+                seal_chunk_index(
+                    store, settings, embedder, str(products_path), learned_model=model_dir or ""
+                )
         finally:
             embedder.save()
             store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from tokenizers import Tokenizer
 
@@ -15,6 +16,7 @@ from app.sync.apply import ChunkApplier
 from app.sync.chunking import ProductChunk, ProductChunker
 from app.sync.engine import PRODUCT_BATCH
 from app.sync.progress import Progress
+from app.sync.state import SyncCheckpoint
 
 logger = logging.getLogger(__name__)
 
@@ -93,3 +95,29 @@ def build_chunk_index(
         raise
     logger.info("indexed %d products as %d chunks", len(products), chunks)
     return store
+
+
+def seal_chunk_index(
+    store: VectorStore,
+    settings: Settings,
+    embedder: Embedder,
+    table_path: str,
+    *,
+    unindexed: int = 0,
+    learned_model: str = "",
+) -> None:
+    """Save the checkpoint a syncer leaves after indexing what `store` holds, so a read
+    replica (`SYNC_MODE=off`) serves it; `table_path` stands for the table there is none of."""
+    instant = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+    checkpoint = SyncCheckpoint(
+        completed=instant,
+        requested=instant,
+        table_path=table_path,
+        signature=chunker_for(settings, embedder).signature,
+        chunks=store.count(),
+        unindexed=unindexed,
+        model_id=embedder.model_id,
+        embedding_model=settings.embedding_model,
+        learned_model=learned_model,
+    )
+    store.save_state(checkpoint.to_dict())

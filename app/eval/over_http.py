@@ -1,7 +1,8 @@
 """`python -m app.eval --http`: the judged queries asked of the real service, over HTTP.
 
 app.eval.recommend follows the route's steps in this process; this asks the route itself.
-The eval's index is sealed with a checkpoint the way the syncer leaves one, then
+The eval's index is sealed with a checkpoint the way the syncer leaves one
+(app.eval.index.seal_chunk_index), then
 `python -m app.api.serve` serves it as a read replica (SYNC_MODE=off, no LLM key: the
 extractive answer, no impressions recorded) and every judged query goes to
 `POST /recommend` from two clients. What each answer shows (its top k, the cut on) is
@@ -30,39 +31,16 @@ from pathlib import Path
 
 import httpx
 
-from app.core.config import ROOT, Settings
-from app.embedding import Embedder
+from app.core.config import ROOT
 from app.eval.data import EvalQuery
-from app.eval.index import chunker_for
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.recommend import Answer
-from app.store import VectorStore
-from app.sync.state import SyncCheckpoint
 
 # The service loads its encoders before it listens: minutes on a cold machine.
 START_SECONDS = 600.0
 CLIENTS = 2  # the eval's own query threads (app.eval.parallel): the two cores
 # Differing answers printed under the count (the first ones, in query order).
 SHOWN_DIFFERENCES = 10
-
-
-def seal(
-    store: VectorStore, embedder: Embedder, settings: Settings, label: str, learned_model: str
-) -> None:
-    """Save the checkpoint a read replica serves from, as the syncer would after indexing
-    the products it holds (`label` stands for the table: there is none)."""
-    store.save_state(
-        SyncCheckpoint(
-            completed="eval",
-            requested="eval",
-            table_path=label,
-            signature=chunker_for(settings, embedder).signature,
-            chunks=store.count(),
-            model_id=embedder.model_id,
-            embedding_model=settings.embedding_model,
-            learned_model=learned_model,
-        ).to_dict()
-    )
 
 
 def _free_port() -> int:
