@@ -10,7 +10,7 @@ scored, and compared with the in-process answer to the same query: the same prod
 the same order and the same notices. The eval embeds queries with the service's own
 query encoder (`query_encoder_for`) and the fusion orders equal scores by product id, so
 every answer should be equal: one that is not is where app.eval.recommend and the route
-part (it found both: 1 of CrowdFlower's 98 answers and 52 of Home Depot's 4,690).
+part (BENCHMARKS.md, "What shoppers get, asked over HTTP").
 """
 
 from __future__ import annotations

@@ -121,8 +121,6 @@ class FollowUpReader:
                 about=r.about,
                 asked=asked,
                 about_ranked=r.about_ranked,
-                # Products named by their place ("is it heavy?"): the list stays as it was.
-                still_shown=() if r.about_ranked else state.shown,
             )
         if not r.cue and r.words:
             return Turn(r.parsed)  # a new question (nothing but constraints is a follow-up)

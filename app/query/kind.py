@@ -51,8 +51,8 @@ _PURPOSE = {"to", "for"}
 _JOINS = frozenset({"and", "or"})
 # A word with its hyphenated parts ("dishwasher-safe" is one).
 _WHOLE_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
-# What follows a verb, not a kind: "I will take it" named "take".
-_OBJECT = r"\s+(?:it|them|me|us|him|her)(?![\w-])"
+# A word followed by its object is a verb, not a kind: "I will take it" named "take".
+_VERB_OBJECT = re.compile(r"([^\W_]+)\s+(?:it|them|me|us|him|her)(?![\w-])", re.I)
 # Tools are named by what they do: the tokenizer splits "grinder" into "grind" + "##er".
 _AGENT_ENDINGS = ("er", "r")
 # The shortest word a compound is read from ("dish" + "washer"; not "a" + "pple").
@@ -196,7 +196,7 @@ class KindReader:
                 break
         if not words or not words[-1].isalpha():
             return None
-        if re.search(rf"(?<![\w-]){re.escape(words[-1])}{_OBJECT}", text, re.I):
+        if any(m.group(1).lower() == words[-1] for m in _VERB_OBJECT.finditer(text)):
             return None  # a verb: "I will take it"
         return Named(before, words[-1], then)
 

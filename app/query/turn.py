@@ -71,10 +71,6 @@ class Turn:
     about_ranked: bool = False
     # "Show me more": the products shown so far, kept out of this turn's search.
     excluded: tuple[int, ...] = ()
-    # A question about shown products named by their place: the list the next turn points
-    # into is still the last one. Handed on as the answer's (one product for "is it
-    # heavy?"), "the second one" next was a 422 and "are they …?" asked of the one.
-    still_shown: tuple[ShownProduct, ...] = ()
 
 
 def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:
@@ -101,8 +97,13 @@ def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple
     return tuple(kept)
 
 
-def next_state(turn: Turn, plan: FilterPlan, outcome: SearchOutcome) -> ConversationState:
-    """What this turn hands to the next one."""
+def next_state(
+    turn: Turn,
+    plan: FilterPlan,
+    outcome: SearchOutcome,
+    previous: ConversationState | None = None,
+) -> ConversationState:
+    """What this turn hands to the next one (`previous`: what the last turn handed to it)."""
     heard = [
         Constraint(f.field, f.value, (f.text or "")[:MAX_FILTER_TEXT])
         for f in plan.applied
@@ -111,9 +112,13 @@ def next_state(turn: Turn, plan: FilterPlan, outcome: SearchOutcome) -> Conversa
     brands = [c for c in heard if c.field in ("brand", "exclude_brand")][:MAX_BRANDS]
     unwanted = [c for c in heard if c.field == "exclude_words"][:MAX_EXCLUDED_WORDS]
     others = [c for c in heard if c.field not in ("brand", "exclude_brand", "exclude_words")]
-    shown = turn.still_shown or tuple(
+    shown = tuple(
         ShownProduct(p.id, p.price, p.outside_filters) for p in outcome.offered[:MAX_SHOWN]
     )
+    if previous is not None and turn.about and not turn.about_ranked:
+        # Products named by their place ("is it heavy?"): the list stays the last one.
+        # Handed on as the answer's one product, "the second one" next was a 422.
+        shown = previous.shown
     return ConversationState(
         turn.parsed.search_text[:MAX_SEARCH_TEXT],
         (*others, *brands, *unwanted),

@@ -134,9 +134,8 @@ def build_query_understanding(
             logger.warning("QUERY_PARSER=llm needs OPENAI_API_KEY; parsing queries offline")
     words = CatalogWords(store, dictionary) if settings.query_spelling else None
     if words is not None:
-        # Read now, at start-up: the process listens only after it (app/api/serve.py), so
-        # no answer goes unmended while its peers mend it (54k names: 3-6 s). Later reads
-        # run in the background; an empty store is read again soon (store_view).
+        # Read now: the process listens only after start-up (app/api/serve.py), so no answer
+        # goes unmended while its peers mend it. Later reads run in the background.
         words.get()
     return QueryUnderstanding(
         CategoryVocabulary(store, settings.category_refresh_seconds),

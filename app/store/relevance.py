@@ -62,7 +62,7 @@ def fuse_products(
             fused=score,
         )
         fused.append(ProductHit(h.product_id, score, h.chunks, signals))
-    # Equal scores (a title sold in several sizes) in id order: by the store's order, two
-    # replicas of one index put them differently (52 of 4,690 Home Depot answers).
+    # Equal scores (a title sold in several sizes) in id order: in the store's order, two
+    # processes serving one index answered differently (BENCHMARKS.md, over HTTP).
     fused.sort(key=lambda h: (-h.score, h.product_id))
     return fused

@@ -184,7 +184,7 @@ async def _search(
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
         if missing is not None:
             outcome = replace(outcome, not_carried=missing)
-    conversation = conversations.issue(next_state(turn, plan, outcome))
+    conversation = conversations.issue(next_state(turn, plan, outcome, state))
     rid = events.impression(
         query=body.query,
         search_text=turn.parsed.search_text,
