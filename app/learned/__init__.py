@@ -5,11 +5,12 @@ Layout (every part but the manifest optional; `LEARNED_MODEL` names the folder):
     MODEL_DIR/manifest.json   what was trained, from what data, and how it scored held out
     MODEL_DIR/encoder/        a sentence-transformers folder (the fine-tuned bi-encoder),
                               with its tokenizer and ONNX exports beside the weights
-MODEL_DIR/encoder/onnx/   its fp32 and int8 exports, named as app.embedding.choice names
+    MODEL_DIR/encoder/onnx/   its fp32 and int8 exports, named as app.embedding.choice names
                               them for `encoder_id` (so loading them exports nothing)
     MODEL_DIR/ranker/         the learned ranker: model.onnx (the LightGBM booster of
                               model.txt, run by ONNX Runtime), features.json (the feature
-                              names in order), calibration.json (score -> P(relevant))
+                              names in order), calibration.json (score -> P(relevant)); the
+                              rest of it: app.ranking.model
 
 `model_id` names the whole folder's content (the manifest's fingerprint): an index built
 with one learned encoder is never read with another's query vectors. `encoder_id` names the

@@ -9,7 +9,7 @@ conversation carried comes last: this turn's words win over it the same way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -110,7 +110,9 @@ def plan_filters(
     ignore_parsed: fields the shopper removed from what was heard (now or earlier).
     currency_symbol: the catalog's, for the labels.
     carried: what the conversation's last turn applied (app/query/turn.py); each one
-        counts only where neither the request nor this query decides its field.
+        counts only where neither the request nor this query decides its field. A price
+        bound that a narrower one replaced becomes an outer bound (`SearchFilter`'s
+        `outer_*_price`): not applied, but nothing offered outside the new one passes it.
     """
     given = explicit or SearchFilter()
     values: dict[str, str | float | None] = {
@@ -135,8 +137,15 @@ def plan_filters(
     unwanted: list[str] = []
     heard: list[tuple[Constraint, FilterSource]] = [(c, "query") for c in parsed.constraints]
     heard += [(c, "conversation") for c in carried]
+    outer: dict[str, float] = {}
     for c, source in heard:
-        if c.field in ignore_parsed or not _fits(c, values):
+        if c.field in ignore_parsed:
+            continue
+        if source == "conversation" and narrows(c, values):
+            # "cheaper" after "under $200": the cap is lower, the budget said still holds
+            # for what is offered outside it (never a $380 tent as the nearest match).
+            outer[c.field] = float(c.value)
+        if not _fits(c, values):
             continue
         if c.field == "price_preference":
             if prefer_low:
@@ -178,6 +187,8 @@ def plan_filters(
         brands=tuple(b for names in brands.values() for b in names),
         exclude_brands=tuple(excluded),
         exclude_words=tuple(unwanted),
+        outer_min_price=outer.get("min_price"),
+        outer_max_price=outer.get("max_price"),
     )
     browse = _categories().browses(parsed.search_text, flt.category)
     room = rooms().asked(parsed.search_text)
@@ -214,6 +225,16 @@ def _fits(c: Constraint, values: dict[str, str | float | None]) -> bool:
         logger.info("parsed %s contradicts the explicit min_price %s: dropped", c, low)
         return False
     return True
+
+
+def narrows(carried: Constraint, bounds: Mapping[str, str | float | None]) -> bool:
+    """Whether `bounds` (price field -> value) hold a narrower bound on `carried`'s side:
+    a lower max_price, a higher min_price."""
+    now = bounds.get(carried.field)
+    if carried.field not in ("min_price", "max_price") or now is None:
+        return False
+    was, now = float(carried.value), float(now)
+    return was > now if carried.field == "max_price" else was < now
 
 
 def _str(value: str | float | None) -> str | None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from app.core.words import split_words
 from app.query.brands import MAX_BRANDS
-from app.query.plan import FilterPlan
+from app.query.plan import FilterPlan, narrows
 from app.query.search import SearchOutcome
 from app.query.types import Constraint, ParsedQuery
 
@@ -77,15 +77,20 @@ def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple
     """The last turn's filters this turn keeps: a new budget replaces both bounds, a new
     category the category, wanted brands the wanted ones; an exclusion stays unless the
     brand is now wanted (and a brand now excluded is no longer wanted), or its words are
-    now searched for ("not over-ear", then "over-ear ones after all")."""
+    now searched for ("not over-ear", then "over-ear ones after all"). A bound the new
+    budget narrows on its side (a lower max, a higher min) comes along: `plan_filters`
+    keeps what it offers outside the new bound within it."""
     fields = {c.field for c in now.constraints}
+    bounds: dict[str, str | float | None] = {
+        c.field: float(c.value) for c in now.constraints if c.field in PRICE_FIELDS
+    }
     named = {str(c.value) for c in now.constraints if c.field in ("brand", "exclude_brand")}
     searched = set(split_words(now.search_text))
     kept = []
     for c in previous:
         if c.field == "exclude_words" and set(split_words(str(c.value))) <= searched:
             continue
-        if c.field in PRICE_FIELDS and fields & set(PRICE_FIELDS):
+        if c.field in PRICE_FIELDS and fields & set(PRICE_FIELDS) and not narrows(c, bounds):
             continue
         if c.field in ("category", "price_preference") and c.field in fields:
             continue

@@ -146,7 +146,10 @@ class SearchFilter:
     products shown); `exclude_products`: none of these ("show me more": those shown
     already). `outside_price`: the price
     bounds turned inside out, only products outside them or without a price (the search
-    for the closest products when too few fit a budget).
+    for the closest products when too few fit a budget). `outer_min_price` /
+    `outer_max_price`: bounds no product passes, inside the price bounds or outside them:
+    the wider ones a narrower bound replaced in a conversation (after "under $200",
+    "cheaper" caps the price at $140; what is offered above the cap stays under $200).
     """
 
     category: str | None = None
@@ -158,6 +161,8 @@ class SearchFilter:
     products: tuple[int, ...] = ()
     exclude_products: tuple[int, ...] = ()
     outside_price: bool = False
+    outer_min_price: float | None = None
+    outer_max_price: float | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -170,6 +175,8 @@ class SearchFilter:
             and not self.exclude_words
             and not self.products
             and not self.exclude_products
+            and self.outer_min_price is None
+            and self.outer_max_price is None
         )
 
 

@@ -226,6 +226,8 @@ class StoreCore(ABC):
             bounds = self._range("price", flt.min_price, flt.max_price)
             # must_not also keeps the products without a price: none of them fits a bound.
             (must_not if flt.outside_price else must).append(bounds)
+        if flt is not None and (flt.outer_min_price is not None or flt.outer_max_price is not None):
+            must.append(self._range("price", flt.outer_min_price, flt.outer_max_price))
         if flt is not None and flt.brands:
             must.append(self._match_any("brand", list(flt.brands)))
         if flt is not None and flt.exclude_brands:

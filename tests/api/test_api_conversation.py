@@ -419,3 +419,18 @@ def test_more_past_every_match_in_the_budget_offers_the_nearest_outside_it(
     assert answer["message"].startswith(
         "Nothing else matches your request within its price range; these are the nearest"
     ), answer["message"]
+
+
+def test_cheaper_past_every_match_offers_nothing_above_the_budget_said_before(
+    client: httpx.Client,
+) -> None:
+    """Asked "cheaper" after "a tent for 4 people under 200" showed one tent at $144.99,
+    the demo offered it and a $380.99 tent as the nearest matches: a lower cap does not
+    lift the budget the shopper said before, whatever is offered outside the cap."""
+    first = ask(client, "running shoes under $50")
+    assert [p["id"] for p in first["products"]] == [1], first["products"]
+    answer = ask(client, "cheaper", first["conversation"])
+    assert ("max_price", cheaper_cap([45.0]), "query") in filters(answer)
+    assert answer["nearest_matches"] is True, answer
+    assert [p["id"] for p in answer["products"]] == [1], answer["products"]
+    assert answer["closest_outside_filters"] == []

@@ -593,3 +593,26 @@ def test_a_word_before_a_cue_modifies_it(query: str) -> None:
     turn = READER.read(PARSER.parse(query, CATEGORIES), LAST, BRANDS, CATEGORIES, WORDY)
     assert turn.follow_up and turn.parsed.search_text == "running shoes"
     assert [f for f in applied(turn) if f[0] == "max_price"] == [("max_price", 70.0, "query")]
+
+
+@pytest.mark.parametrize(
+    ("query", "bounds", "outer"),
+    [
+        ("cheaper", (None, 70.0), (None, 100.0)),
+        ("under $60", (None, 60.0), (None, 100.0)),
+        # A higher budget replaces the lower one: nothing holds it back.
+        ("under $150", (None, 150.0), (None, None)),
+        # A bound on the other side replaces both: "a new budget".
+        ("over $50", (50.0, None), (None, None)),
+    ],
+)
+def test_a_narrower_budget_keeps_the_one_before_as_the_outer_bound(
+    query: str, bounds: tuple[float | None, float | None], outer: tuple[float | None, float | None]
+) -> None:
+    """What is offered outside the new bound stays within the one said before; the new
+    bound alone is what the answer says it applied."""
+    turn = read(query)
+    flt = plan_filters(turn.parsed, None, (), "$", turn.carried).search_filter
+    assert (flt.min_price, flt.max_price) == bounds
+    assert (flt.outer_min_price, flt.outer_max_price) == outer
+    assert ("max_price", 100.0, "conversation") not in applied(turn)

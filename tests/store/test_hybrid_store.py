@@ -275,6 +275,13 @@ def test_the_price_bounds_turned_outside_keep_exactly_the_rest(store: VectorStor
     # The other filters still hold.
     audio = found(SearchFilter(category="audio", min_price=20, max_price=40, outside_price=True))
     assert audio == {pid for pid in range(0, 300, 10) if pid % 50 in (0, 40)}  # $10 or $50
+    # Outer bounds hold inside and outside: a cap said before ("cheaper" after "under $55").
+    within = replace(bounds, outer_max_price=55)
+    assert found(within) == inside
+    price = {pid: 10 + pid % 50 for pid in range(300)}
+    assert found(replace(within, outside_price=True)) == {
+        pid for pid, p in price.items() if not 20 <= p <= 40 and p <= 55
+    }
 
 
 def test_every_point_carries_its_bm25_vector_and_a_missing_one_is_found(
