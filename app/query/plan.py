@@ -64,7 +64,14 @@ class FilterPlan:
         2-person tent: the 4-person tents are the matches, and nothing lacks room)."""
         if self.room is None or not products or self.with_room(products[:1]):
             return False
-        return not any(rooms().enough(p.name, self.room, p.matched_content) for p in products)
+        return not self.any_says_room(products)
+
+    def any_says_room(self, products: Sequence[RetrievedProduct]) -> bool:
+        """Whether one of `products` says it holds `room` (or at least that many)."""
+        room = self.room
+        return room is not None and any(
+            rooms().enough(p.name, room, p.matched_content) for p in products
+        )
 
     def roomiest(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
         """`products` with the most room first (as they were without a `room`)."""

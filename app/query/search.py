@@ -176,7 +176,9 @@ def constrained_retrieve(
     too (a second search, in the first one's batch), so a cheap unrelated product does not
     pass as a match only because nothing relevant is that cheap. Products that say they
     hold fewer than the room asked for (`plan.room`) are not matches; when the best match
-    is one, the relevant products come with the most room first, flagged `no_room`.
+    is one and no relevant product says it has the room (outside the price bounds either:
+    then it is among the closest outside), the relevant products come with the most room
+    first, flagged `no_room`.
 
     Raises:
         StoreError: the vector store failed.
@@ -216,7 +218,14 @@ def constrained_retrieve(
         found = retriever.retrieve(query, wanted, flt, mode=mode, floor=not browsing)
     best = max([p.score for p in found + (outside or [])], default=-math.inf)
     relevant = relevance_cut(retriever, found, best, cut)
-    if plan.lacks_room(relevant):
+    if plan.lacks_room(relevant) and plan.has_price_bounds and outside is None:
+        # Whether the room exists above the budget is asked before saying it does not
+        # (searched with the first search where the cut is a distance: a ranker's is not).
+        outside = retriever.retrieve(
+            query, top_k * CANDIDATE_FACTOR, beyond, mode=mode, floor=not browsing
+        )
+        best = max([best, *(p.score for p in outside)])
+    if plan.lacks_room(relevant) and not _room_beyond(retriever, plan, outside, best, cut):
         # The best match has less room than asked for ("a tent for 8 people", tents for
         # four): nothing has it, and what is left past the tents is headlamps. Said so,
         # the most room first.
@@ -256,6 +265,19 @@ def constrained_retrieve(
         return SearchOutcome(offered, nearest=bool(offered))
     far = can_be_far and _far(retriever, best, matches)
     return SearchOutcome(matches, closest_outside=offered, no_close_match=far)
+
+
+def _room_beyond(
+    retriever: Retriever,
+    plan: FilterPlan,
+    outside: Sequence[RetrievedProduct] | None,
+    best: float,
+    cut: float,
+) -> bool:
+    """Whether a relevant product outside the price bounds says it has the room asked for:
+    then the room exists, above the budget ("a 4 person tent under 110" said nothing had
+    room for 4 with the 4-person tents $35 above it), and the nearest matches show it."""
+    return bool(outside) and plan.any_says_room(relevance_cut(retriever, outside or [], best, cut))
 
 
 def _cut_by_distance(retriever: Retriever, margin: float) -> bool:

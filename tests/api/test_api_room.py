@@ -86,6 +86,15 @@ def test_room_nothing_has_is_said_and_the_roomiest_are_offered(
     ) in told, told
 
 
+def test_room_above_the_budget_is_offered_not_said_to_be_missing(client: httpx.Client) -> None:
+    """Under $150 the best match was the 2-person tent, and the answer said nothing in the
+    catalog had room for 4 people, with the 4-person tent $40 above the budget."""
+    answer = ask(client, "a 4 person tent under 150")
+    assert [p["id"] for p in answer["products"]] == [2], answer["products"]
+    assert answer["nearest_matches"] is True
+    assert answer["message"].startswith("Nothing in the catalog matches your request at ≤ $150")
+
+
 def test_a_game_that_states_no_room_is_not_judged(client: httpx.Client) -> None:
     answer = ask(client, "a board game for 4 players")
     assert {p["id"] for p in answer["products"]} == {5, 6}, answer["products"]
