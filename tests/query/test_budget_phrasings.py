@@ -35,7 +35,7 @@ PRODUCTS = [
     "baseball cap",
 ]
 PREFIXES = ["", "I need ", "looking for ", "show me "]
-SUFFIXES = ["", " for travel", " please", " for running"]
+SUFFIXES = ["", " for travel", " please", " for running", " though"]
 
 # "{}" is the amount. Budget words stand on either side, bound words on their own side.
 BUDGET_BEFORE = [
@@ -74,6 +74,12 @@ BOUND_BEFORE = [
     "I can spend up to {}",
     "keep it under {}",
     "keep it below {}",
+    "not over {}",
+    "not above {}",
+    "nothing over {}",
+    "nothing above {}",
+    "nothing more than {}",
+    "not higher than {}",
 ]
 AFTER = [
     "{} budget",
@@ -260,3 +266,28 @@ def test_a_count_or_unit_after_a_budget_word_is_no_budget(case: Counted) -> None
 def test_the_issue_phrasings_are_no_budget(query: str) -> None:
     got = heard(parser.parse(query))
     assert "max_price" not in got and "min_price" not in got, (query, got)
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [
+        "no less than {}",
+        "not less than {}",
+        "not under {}",
+        "not below {}",
+        "no lower than {}",
+        "no cheaper than {}",
+        "at least {}",
+        "over {} though",
+    ],
+)
+@pytest.mark.parametrize("amount", ["30", "$30", "30 dollars"])
+def test_a_lower_bound_said_by_negating_an_upper_one_is_the_lower_bound(
+    bound: str, amount: str
+) -> None:
+    """ "kettle no less than 30" was a $30 cap and a search for "kettle no": the upper bound
+    word inside it ("less than") was heard, not the whole phrase."""
+    parsed = parser.parse(f"a kettle {bound.format(amount)}")
+    assert heard(parsed) == {"min_price": 30.0}, (bound, amount, heard(parsed))
+    # "though" is searched too (as "please" is), and names no kind of product.
+    assert parsed.search_text.removesuffix(" though") == "a kettle", parsed.search_text
