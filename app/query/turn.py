@@ -74,12 +74,13 @@ class Turn:
 
 
 def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple[Constraint, ...]:
-    """The last turn's filters this turn keeps: a new budget replaces both bounds, a new
-    category the category, wanted brands the wanted ones; an exclusion stays unless the
-    brand is now wanted (and a brand now excluded is no longer wanted), or its words are
-    now searched for ("not over-ear", then "over-ear ones after all"). A bound the new
-    budget narrows on its side (a lower max, a higher min) comes along: `plan_filters`
-    keeps what it offers outside the new bound within it."""
+    """The last turn's filters this turn keeps: a new budget replaces the bounds (a bound
+    on one side keeps the other side's when the two make a range: "over 30" after "under
+    50", $30 to $50), a new category the category, wanted brands the wanted ones; an
+    exclusion stays unless the brand is now wanted (and a brand now excluded is no longer
+    wanted), or its words are now searched for ("not over-ear", then "over-ear ones after
+    all"). A bound the new budget narrows on its side (a lower max, a higher min) comes
+    along too: `plan_filters` keeps what it offers outside the new bound within it."""
     fields = {c.field for c in now.constraints}
     bounds: dict[str, str | float | None] = {
         c.field: float(c.value) for c in now.constraints if c.field in PRICE_FIELDS
@@ -90,7 +91,7 @@ def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple
     for c in previous:
         if c.field == "exclude_words" and set(split_words(str(c.value))) <= searched:
             continue
-        if c.field in PRICE_FIELDS and fields & set(PRICE_FIELDS) and not narrows(c, bounds):
+        if c.field in PRICE_FIELDS and fields & set(PRICE_FIELDS) and not _kept_beside(c, bounds):
             continue
         if c.field in ("category", "price_preference") and c.field in fields:
             continue
@@ -100,6 +101,25 @@ def carried_filters(previous: tuple[Constraint, ...], now: ParsedQuery) -> tuple
             continue
         kept.append(c)
     return tuple(kept)
+
+
+def _kept_beside(carried: Constraint, bounds: dict[str, str | float | None]) -> bool:
+    """Whether `carried`, a price bound, comes along with the new `bounds`: it is narrowed
+    on its side (`narrows`), or it makes a range with them."""
+    return narrows(carried, bounds) or _makes_a_range(carried, bounds)
+
+
+def _makes_a_range(carried: Constraint, bounds: dict[str, str | float | None]) -> bool:
+    """Whether `carried`, a price bound, and the new `bounds` (none on its side) can both
+    hold: "over 30" after "under 50" asks for $30 to $50; "over 100" after it, a new budget."""
+    if carried.field not in PRICE_FIELDS or bounds.get(carried.field) is not None:
+        return False
+    was = float(carried.value)
+    if carried.field == "max_price":
+        low = bounds.get("min_price")
+        return low is not None and float(low) <= was
+    high = bounds.get("max_price")
+    return high is not None and float(high) >= was
 
 
 def next_state(

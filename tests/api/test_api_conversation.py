@@ -434,3 +434,17 @@ def test_cheaper_past_every_match_offers_nothing_above_the_budget_said_before(
     assert answer["nearest_matches"] is True, answer
     assert [p["id"] for p in answer["products"]] == [1], answer["products"]
     assert answer["closest_outside_filters"] == []
+
+
+def test_a_floor_after_a_cap_asks_for_the_range_between(
+    client: httpx.Client, first: dict[str, Any]
+) -> None:
+    """ "over 30 though" after "a kettle under 50" was a new question ("though": the shop
+    had nothing called that), and "over 30" alone dropped the $50 cap."""
+    answer = ask(client, "over $60 though", first["conversation"])
+    assert answer["search_text"] == "running shoes"
+    assert ("min_price", 60.0, "query") in filters(answer)
+    assert ("max_price", 100.0, "conversation") in filters(answer)
+    prices = [p["price"] for p in answer["products"]]
+    assert prices and all(60 <= p <= 100 for p in prices), prices
+    assert answer["not_carried"] is None

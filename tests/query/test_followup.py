@@ -602,17 +602,23 @@ def test_a_word_before_a_cue_modifies_it(query: str) -> None:
         ("under $60", (None, 60.0), (None, 100.0)),
         # A higher budget replaces the lower one: nothing holds it back.
         ("under $150", (None, 150.0), (None, None)),
-        # A bound on the other side replaces both: "a new budget".
-        ("over $50", (50.0, None), (None, None)),
+        # A bound on the other side makes a range with the one before ...
+        ("over $50", (50.0, 100.0), (None, None)),
+        ("but over 50 though", (50.0, 100.0), (None, None)),
+        ("no less than $50", (50.0, 100.0), (None, None)),
+        # ... unless the two cannot both hold: a new budget.
+        ("over $150", (150.0, None), (None, None)),
     ],
 )
-def test_a_narrower_budget_keeps_the_one_before_as_the_outer_bound(
+def test_a_new_budget_and_the_one_before(
     query: str, bounds: tuple[float | None, float | None], outer: tuple[float | None, float | None]
 ) -> None:
-    """What is offered outside the new bound stays within the one said before; the new
-    bound alone is what the answer says it applied."""
+    """After "under $100": a lower cap replaces it, and what is offered outside the new cap
+    stays within the old one; a floor below it makes a range with it ("over 30" after "a
+    kettle under 50" searched kettles from $30 to anything); a floor above it replaces it."""
     turn = read(query)
     flt = plan_filters(turn.parsed, None, (), "$", turn.carried).search_filter
     assert (flt.min_price, flt.max_price) == bounds
     assert (flt.outer_min_price, flt.outer_max_price) == outer
-    assert ("max_price", 100.0, "conversation") not in applied(turn)
+    kept = ("max_price", 100.0, "conversation") in applied(turn)
+    assert kept == (flt.max_price == 100.0), applied(turn)
