@@ -443,7 +443,14 @@ def test_hung_llm_opens_the_breaker_then_answers_at_once_and_recovers(
     openai_stub: OpenAIStub,
 ) -> None:
     openai_stub.respond(Hang())
-    breaker = CircuitBreaker(failure_threshold=2, probe_interval_seconds=1.0)
+    # A probe comes due when the test says so, not when a loaded machine's answers have
+    # taken a second (then one of the five "at once" answers became the probe).
+    skew = [0.0]
+    breaker = CircuitBreaker(
+        failure_threshold=2,
+        probe_interval_seconds=30.0,
+        clock=lambda: time.monotonic() + skew[0],
+    )
     generator = OpenAIGenerator(
         api_key="k",
         model="m",
@@ -475,7 +482,8 @@ def test_hung_llm_opens_the_breaker_then_answers_at_once_and_recovers(
             assert len(openai_stub.requests) == 2  # the dead endpoint was not called again
 
             openai_stub.respond(Echo())  # the LLM is back (and the stub's record is cleared)
-            patience = time.monotonic() + 60
+            skew[0] += 30.0  # a probe is due
+            patience = time.monotonic() + 25
             while breaker.state != "closed":
                 await timed()  # the request that finds a probe due starts it, and does not wait
                 assert time.monotonic() < patience, "the breaker never closed"
