@@ -155,13 +155,14 @@ def evaluate_recommend(
 
     def shown(query: EvalQuery) -> _Shown:
         parsed = parser.parse(query.query, categories, speller)
-        plan = plan_filters(parsed, None)
+        plan = plan_filters(parsed, None, categories=categories)
         text = parsed.search_text
         ranked = constrained_retrieve(retriever, text, depth, plan, margin=math.inf).products
         uncut = constrained_retrieve(retriever, text, k, plan, margin=math.inf).products
         answer = constrained_retrieve(retriever, text, k, plan)
         # As the route words it (app.api.routes.recommend): on the products it shows.
-        missing = kinds.not_carried(text, speller, answer.products, categories)
+        shelves = bool(plan.shelves)  # words that name no product: the shop's shelves
+        missing = None if shelves else kinds.not_carried(text, speller, answer.products, categories)
         return _Shown(ranked, uncut, answer.products, missing, answer.no_close_match)
 
     searched = zip(judged, each_query(shown, [q for q, _ in judged]), strict=True)

@@ -68,6 +68,18 @@ class CategoryMatcher:
         rest = [w for w in words if w not in self.skipped]
         return bool(rest) and all(w in names for w in rest)
 
+    def names_nothing(self, text: str, said: Iterable[str]) -> bool:
+        """Whether `text` names no product once the constraint phrases `said` are taken out
+        ("best sellers", "anything under 50", "a gift", "show me everything"): every word
+        left says nothing of a product. Text with no word at all ("🎧") is not judged."""
+        if not _WORD.search(text):
+            return False
+        for phrase in said:
+            if phrase:
+                text = re.sub(re.escape(phrase), " ", text, flags=re.IGNORECASE)
+        words = [m.group(0).lower() for m in _WORD.finditer(text)]
+        return all(w in self.skipped or w.isdigit() for w in words)
+
     def find(
         self, text: str, categories: Iterable[str], speller: Speller | None = None
     ) -> Constraint | None:

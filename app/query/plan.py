@@ -53,6 +53,9 @@ class FilterPlan:
     browse: bool = False
     # "a tent for 4 people": products that say they hold fewer are not matches.
     room: Room | None = None
+    # The words name no product ("best sellers", "under 50", "a gift"): the catalog's
+    # categories, a few of each shown (app.query.search, `shop_shelves`).
+    shelves: tuple[str, ...] = ()
 
     def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
         """`products` without those that say they hold fewer than `room`."""
@@ -110,6 +113,7 @@ def plan_filters(
     ignore_parsed: Collection[FilterField] = (),
     currency_symbol: str = "$",
     carried: Sequence[Constraint] = (),
+    categories: Collection[str] = (),
 ) -> FilterPlan:
     """Args:
     parsed: what the query understanding heard (a follow-up's own constraints included).
@@ -120,6 +124,7 @@ def plan_filters(
         counts only where neither the request nor this query decides its field. A price
         bound that a narrower one replaced becomes an outer bound (`SearchFilter`'s
         `outer_*_price`): not applied, but nothing offered outside the new one passes it.
+    categories: the catalog's; when the words name none of its products, the shelves.
     """
     given = explicit or SearchFilter()
     values: dict[str, str | float | None] = {
@@ -199,7 +204,10 @@ def plan_filters(
     )
     browse = _categories().browses(parsed.search_text, flt.category)
     room = rooms().asked(parsed.search_text)
-    return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular, browse, room)
+    said = [c.text for c, _ in heard]
+    names_nothing = _categories().names_nothing(parsed.search_text, said)
+    shelves = tuple(sorted(categories)) if names_nothing and flt.category is None else ()
+    return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular, browse, room, shelves)
 
 
 @lru_cache(maxsize=1)

@@ -183,6 +183,8 @@ def constrained_retrieve(
     Raises:
         StoreError: the vector store failed.
     """
+    if plan.shelves and plan.search_filter.category is None:
+        return shop_shelves(retriever, top_k, plan)
     # Re-ordering by price and the margin cut need scores on one scale: relevance (cosine
     # plus a bounded lexical share) or cosine. An RRF score is rank-based: a headlamp that
     # mentions "tent-mates" scores within 10% of the tents.
@@ -265,6 +267,65 @@ def constrained_retrieve(
         return SearchOutcome(offered, nearest=bool(offered))
     far = can_be_far and _far(retriever, best, matches)
     return SearchOutcome(matches, closest_outside=offered, no_close_match=far)
+
+
+def shop_shelves(retriever: Retriever, top_k: int, plan: FilterPlan) -> SearchOutcome:
+    """Words that name no product ("best sellers", "anything under 50", "a gift"): a few
+    of each category (`plan.shelves`), each shelf searched as a category is browsed (by its
+    name's meaning, no floor, no cut: every product on it is one of what was asked for),
+    then one of each in turn: the most popular first, or the cheapest when the shopper
+    asked for cheap. By the words alone, "best sellers" found novels and "under 50" one
+    moisturiser. When nothing in the shop fits the price bounds, the nearest outside them
+    the same way, labelled (`nearest`).
+
+    Raises:
+        StoreError: the vector store failed.
+    """
+    flt = plan.search_filter
+    order = by_price if plan.prefer_low_price else _most_popular
+    products = _shelves(retriever, top_k, plan.shelves, flt, order)
+    if products or not plan.has_price_bounds:
+        return SearchOutcome(products)
+    cost = log_outside(flt)
+
+    def nearest_first(row: list[RetrievedProduct]) -> list[RetrievedProduct]:
+        return sorted(row, key=lambda p: _or_inf(cost(p)))
+
+    beyond = replace(flt, outside_price=True)
+    nearest = _shelves(retriever, top_k, plan.shelves, beyond, nearest_first)
+    return SearchOutcome([replace(p, outside_filters=True) for p in nearest], nearest=bool(nearest))
+
+
+Order = Callable[[list[RetrievedProduct]], list[RetrievedProduct]]
+
+
+def _shelves(
+    retriever: Retriever, top_k: int, shelves: Sequence[str], flt: SearchFilter, order: Order
+) -> list[RetrievedProduct]:
+    """Up to `top_k` products, one of each shelf in turn, each shelf and the shelves (by
+    their first products) in `order`, among the shelf's products nearest its name."""
+    rows = []
+    depth = top_k * CANDIDATE_FACTOR  # `order` re-orders: more to choose from
+    for category in shelves:
+        on = replace(flt, category=category)
+        row = retriever.retrieve(search_query(category), depth, on, mode="dense", floor=False)
+        if row:
+            rows.append(order(row))
+    firsts = [p.id for p in order([row[0] for row in rows])]
+    rows.sort(key=lambda row: firsts.index(row[0].id))
+    taken: list[RetrievedProduct] = []
+    for depth in range(max((len(row) for row in rows), default=0)):
+        taken += [row[depth] for row in rows if depth < len(row)]
+    return taken[:top_k]
+
+
+def _most_popular(products: list[RetrievedProduct]) -> list[RetrievedProduct]:
+    """`products` most popular first (their order breaks ties)."""
+    return sorted(products, key=lambda p: -p.popularity)
+
+
+def _or_inf(value: float | None) -> float:
+    return math.inf if value is None else value
 
 
 def _room_beyond(

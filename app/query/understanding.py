@@ -81,6 +81,10 @@ class QueryUnderstanding:
         speller = self._speller()
         return self.followups.read(parsed, state, brands, categories, speller)
 
+    def categories(self) -> frozenset[str]:
+        """The catalog's categories as last read (empty until the first read is done)."""
+        return self.vocabulary.peek() or frozenset()
+
     def not_carried(self, text: str, shown: Sequence[RetrievedProduct]) -> str | None:
         """The kind of product `text` asks for when the shop has nothing called that, judged
         on the catalog's words and the products `shown` (app/query/kind.py)."""

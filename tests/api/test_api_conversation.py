@@ -448,3 +448,29 @@ def test_a_floor_after_a_cap_asks_for_the_range_between(
     prices = [p["price"] for p in answer["products"]]
     assert prices and all(60 <= p <= 100 for p in prices), prices
     assert answer["not_carried"] is None
+
+
+@pytest.mark.parametrize("query", ["best sellers", "show me everything", "a gift", "gift ideas"])
+def test_words_that_name_no_product_show_the_shops_shelves(
+    client: httpx.Client, query: str
+) -> None:
+    """ "best sellers" answered that the shop had nothing called "sellers" and showed
+    novels (the nearest text to "best sellers"); "show me everything", headlamps. Words
+    that name no product show a few of each category instead."""
+    answer = ask(client, query)
+    categories = [BY_ID[p["id"]].category for p in answer["products"]]
+    assert len(categories) == 5 and len(set(categories[:4])) == 4, categories
+    assert answer["not_carried"] is None and not answer["no_close_match"], answer
+    assert not answer["message"].startswith(("Nothing", "The shop has nothing")), answer
+
+
+def test_a_budget_alone_shows_the_shelves_within_it_cheapest_first(client: httpx.Client) -> None:
+    answer = ask(client, "anything cheap under $60")
+    prices = [p["price"] for p in answer["products"]]
+    assert prices == sorted(prices) and all(p <= 60 for p in prices), prices
+    # Shoes, a mat, dumbbells, blocks and a bottle fit; a shelf of each first.
+    assert {BY_ID[p["id"]].category for p in answer["products"]} >= {"sports", "toys"}
+    assert answer["products"][0]["id"] == 15, answer["products"]
+    below = ask(client, "under $5")  # nothing in the shop: the nearest above, labelled
+    assert below["nearest_matches"] is True
+    assert [p["id"] for p in below["products"]][:2] == [15, 14], below["products"]

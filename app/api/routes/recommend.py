@@ -163,6 +163,7 @@ async def _search(
         body.ignore_parsed,
         understanding.currency_symbol,
         turn.carried,
+        understanding.categories(),
     )
     if turn.excluded:  # "show me more": past what this run of answers showed
         shown = replace(plan.search_filter, exclude_products=turn.excluded)
@@ -180,7 +181,7 @@ async def _search(
         turn.asked,
         turn.about_ranked,
     )
-    if not turn.about and turn.like is None:
+    if not turn.about and turn.like is None and not plan.shelves:
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
         if missing is not None:
             outcome = replace(outcome, not_carried=missing)
