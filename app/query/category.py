@@ -55,6 +55,7 @@ class CategoryMatcher:
             *self.function,
             *(w.lower() for w in book.not_kind_words),
         }
+        self.someone = {w.lower() for w in book.names_someone}
 
     def browses(self, text: str, category: str | None) -> bool:
         """Whether `text` names nothing but `category` ("toys", "show me books", "outdoor
@@ -71,14 +72,15 @@ class CategoryMatcher:
     def names_nothing(self, text: str, said: Iterable[str]) -> bool:
         """Whether `text` names no product once the constraint phrases `said` are taken out
         ("best sellers", "anything under 50", "a gift", "show me everything"): every word
-        left says nothing of a product. Text with no word at all ("🎧") is not judged."""
+        left says nothing of a product, nor whom it is for ("gift ideas for my dad": the
+        meaning of "dad" is searched). Text with no word at all ("🎧") is not judged."""
         if not _WORD.search(text):
             return False
         for phrase in said:
             if phrase:
                 text = re.sub(re.escape(phrase), " ", text, flags=re.IGNORECASE)
         words = [m.group(0).lower() for m in _WORD.finditer(text)]
-        return all(w in self.skipped or w.isdigit() for w in words)
+        return all((w in self.skipped and w not in self.someone) or w.isdigit() for w in words)
 
     def find(
         self, text: str, categories: Iterable[str], speller: Speller | None = None

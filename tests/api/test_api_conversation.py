@@ -450,7 +450,9 @@ def test_a_floor_after_a_cap_asks_for_the_range_between(
     assert answer["not_carried"] is None
 
 
-@pytest.mark.parametrize("query", ["best sellers", "show me everything", "a gift", "gift ideas"])
+@pytest.mark.parametrize(
+    "query", ["best sellers", "show me everything", "a gift", "gift ideas for someone"]
+)
 def test_words_that_name_no_product_show_the_shops_shelves(
     client: httpx.Client, query: str
 ) -> None:
@@ -474,3 +476,10 @@ def test_a_budget_alone_shows_the_shelves_within_it_cheapest_first(client: httpx
     below = ask(client, "under $5")  # nothing in the shop: the nearest above, labelled
     assert below["nearest_matches"] is True
     assert [p["id"] for p in below["products"]][:2] == [15, 14], below["products"]
+
+
+def test_whom_a_gift_is_for_is_searched_not_the_shelves(client: httpx.Client) -> None:
+    answer = ask(client, "a gift for a runner")
+    assert [BY_ID[p["id"]].category for p in answer["products"][:2]] == ["sports"] * 2
+    dad = ask(client, "gift ideas for my dad")
+    assert len({BY_ID[p["id"]].category for p in dad["products"]}) < 4, dad["products"]
