@@ -80,7 +80,8 @@ class CategoryMatcher:
             if phrase:
                 text = re.sub(re.escape(phrase), " ", text, flags=re.IGNORECASE)
         words = [m.group(0).lower() for m in _WORD.finditer(text)]
-        return all((w in self.skipped and w not in self.someone) or w.isdigit() for w in words)
+        # A number no constraint took is searched: a model number ("4338 81 15").
+        return all(w in self.skipped and w not in self.someone for w in words)
 
     def find(
         self, text: str, categories: Iterable[str], speller: Speller | None = None

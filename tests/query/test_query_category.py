@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 from app.core.config import Settings
+from app.query import OfflineQueryParser
 from app.query import store_view as store_view_module
-from app.query.category import CategoryVocabulary
+from app.query.category import CategoryMatcher, CategoryVocabulary
+from app.query.phrasebook import load_phrasebook
 from app.store import ChunkPoint, VectorStore, open_store
 from tests.qdrant_cluster import QdrantNode, qdrant_own_server_fixture  # noqa: F401
 from tests.synctools import wait_for, watch_failures
@@ -240,3 +242,23 @@ def test_vocabulary_is_sparks_distinct_categories_after_inserts_and_deletes(
     finally:
         for h in harnesses:
             h.store.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "nothing"),
+    [
+        ("best sellers", True),
+        ("anything under $50", True),
+        ("cheap stuff", True),
+        ("show me everything", True),
+        ("a gift under 30", True),
+        ("gift ideas for my dad", False),  # whom it is for is searched
+        ("4338 81 15", False),  # a model number
+        ("running shoes under $100", False),
+        ("🎧", False),
+    ],
+)
+def test_words_that_name_no_product(query: str, nothing: bool) -> None:
+    parsed = OfflineQueryParser().parse(query)
+    said = [c.text for c in parsed.constraints]
+    assert CategoryMatcher(load_phrasebook()).names_nothing(parsed.search_text, said) is nothing
