@@ -5,7 +5,8 @@ relevant products outside it follow, labelled as such.
 Sits in front of the Retriever (search text + SearchFilter in); it never changes how the
 Retriever ranks. A conversation turn that points at a shown product searches by it
 (`search_turn`). With a learned ranker the cut reads its calibrated probability instead of
-the distance from the best match.
+the distance from the best match. Words that name no product ("best sellers", "under 50")
+show a few of each category (`shop_shelves`).
 """
 
 from __future__ import annotations
