@@ -56,6 +56,7 @@ class CategoryMatcher:
             *(w.lower() for w in book.not_kind_words),
         }
         self.someone = {w.lower() for w in book.names_someone}
+        self.gift = {w.lower() for w in book.gift_words}
 
     def browses(self, text: str, category: str | None) -> bool:
         """Whether `text` names nothing but `category` ("toys", "show me books", "outdoor
@@ -72,8 +73,9 @@ class CategoryMatcher:
     def names_nothing(self, text: str, said: Iterable[str]) -> bool:
         """Whether `text` names no product once the constraint phrases `said` are taken out
         ("best sellers", "anything under 50", "a gift", "show me everything"): every word
-        left says nothing of a product, nor whom it is for ("gift ideas for my dad": the
-        meaning of "dad" is searched). Text with no word at all ("🎧") is not judged."""
+        left says nothing of a product, nor whom it is for unless it is a gift ("something
+        for a baby" is searched by its meaning; "gift ideas for my dad" found a notebook,
+        nothing close). Text with no word at all ("🎧") is not judged."""
         if not _WORD.search(text):
             return False
         for phrase in said:
@@ -81,7 +83,9 @@ class CategoryMatcher:
                 text = re.sub(re.escape(phrase), " ", text, flags=re.IGNORECASE)
         words = [m.group(0).lower() for m in _WORD.finditer(text)]
         # A number no constraint took is searched: a model number ("4338 81 15").
-        return all(w in self.skipped and w not in self.someone for w in words)
+        if not all(w in self.skipped for w in words):
+            return False
+        return not self.someone.intersection(words) or bool(self.gift.intersection(words))
 
     def find(
         self, text: str, categories: Iterable[str], speller: Speller | None = None

@@ -46,9 +46,11 @@ class Phrasebook:
     function_words: list[str]
     # Never the kind of product asked for ("need", "something", "dad"): app/query/kind.py.
     not_kind_words: list[str]
-    # Of those, who a gift is for and when: words that still say what to search for ("gift
-    # ideas for my dad" is searched; "a gift under 30" shows the shelves: app/query/category.py).
+    # Of those, whom and when: words that still say what to search for ("something for a
+    # baby"), unless a gift word says it is a gift ("gift ideas for my dad": the shelves,
+    # app/query/category.py).
     names_someone: list[str]
+    gift_words: list[str]
     # "looking for a stove": a "for" after these still comes before the kind asked for.
     kind_openers: list[str]
     number_words: dict[str, float]
