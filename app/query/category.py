@@ -73,19 +73,31 @@ class CategoryMatcher:
     def names_nothing(self, text: str, said: Iterable[str]) -> bool:
         """Whether `text` names no product once the constraint phrases `said` are taken out
         ("best sellers", "anything under 50", "a gift", "show me everything"): every word
-        left says nothing of a product, nor whom it is for unless it is a gift ("something
-        for a baby" is searched by its meaning; "gift ideas for my dad" found a notebook,
-        nothing close). Text with no word at all ("🎧") is not judged."""
+        left says nothing of a product, nor whom it is for ("something for a baby" is
+        searched by its meaning). Text with no word at all ("🎧") is not judged."""
+        words = self._left(text, said)
+        return words is not None and not self.someone.intersection(words)
+
+    def a_gift_for_someone(self, text: str, said: Iterable[str]) -> bool:
+        """Whether `text` names no product but a gift and whom it is for ("gift ideas for
+        my dad", "a birthday present for a kid")."""
+        words = self._left(text, said)
+        return (
+            words is not None
+            and bool(self.someone.intersection(words))
+            and bool(self.gift.intersection(words))
+        )
+
+    def _left(self, text: str, said: Iterable[str]) -> set[str] | None:
+        """The words of `text` without the phrases `said` when none names a product, else
+        None. A number no constraint took is searched: a model number ("4338 81 15")."""
         if not _WORD.search(text):
-            return False
+            return None
         for phrase in said:
             if phrase:
                 text = re.sub(re.escape(phrase), " ", text, flags=re.IGNORECASE)
-        words = [m.group(0).lower() for m in _WORD.finditer(text)]
-        # A number no constraint took is searched: a model number ("4338 81 15").
-        if not all(w in self.skipped for w in words):
-            return False
-        return not self.someone.intersection(words) or bool(self.gift.intersection(words))
+        words = {m.group(0).lower() for m in _WORD.finditer(text)}
+        return words if words <= self.skipped else None
 
     def find(
         self, text: str, categories: Iterable[str], speller: Speller | None = None

@@ -47,8 +47,8 @@ class Phrasebook:
     # Never the kind of product asked for ("need", "something", "dad"): app/query/kind.py.
     not_kind_words: list[str]
     # Of those, whom and when: words that still say what to search for ("something for a
-    # baby"), unless a gift word says it is a gift ("gift ideas for my dad": the shelves,
-    # app/query/category.py).
+    # baby"); with a gift word, the shelves when that search finds nothing close ("gift
+    # ideas for my dad"; app/query/category.py, app/query/search.py).
     names_someone: list[str]
     gift_words: list[str]
     # "looking for a stove": a "for" after these still comes before the kind asked for.

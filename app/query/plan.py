@@ -54,8 +54,10 @@ class FilterPlan:
     # "a tent for 4 people": products that say they hold fewer are not matches.
     room: Room | None = None
     # The words name no product ("best sellers", "under 50", "a gift"): the catalog's
-    # categories, a few of each shown (app.query.search, `shop_shelves`).
+    # categories, a few of each shown (app.query.search, `shop_shelves`); a gift for
+    # someone ("gift ideas for my dad") only when a search by its meaning finds nothing close.
     shelves: tuple[str, ...] = ()
+    shelves_first: bool = True
 
     def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
         """`products` without those that say they hold fewer than `room`."""
@@ -205,9 +207,14 @@ def plan_filters(
     browse = _categories().browses(parsed.search_text, flt.category)
     room = rooms().asked(parsed.search_text)
     said = [c.text for c, _ in heard]
-    names_nothing = _categories().names_nothing(parsed.search_text, said)
-    shelves = tuple(sorted(categories)) if names_nothing and flt.category is None else ()
-    return FilterPlan(flt, tuple(applied), prefer_low, prefer_popular, browse, room, shelves)
+    words = _categories()
+    nothing = words.names_nothing(parsed.search_text, said)
+    gift = not nothing and words.a_gift_for_someone(parsed.search_text, said)
+    on_shelves = (nothing or gift) and flt.category is None
+    shelves = tuple(sorted(categories)) if on_shelves else ()
+    return FilterPlan(
+        flt, tuple(applied), prefer_low, prefer_popular, browse, room, shelves, not gift
+    )
 
 
 @lru_cache(maxsize=1)

@@ -181,11 +181,27 @@ def constrained_retrieve(
     then it is among the closest outside), the relevant products come with the most room
     first, flagged `no_room`.
 
+    Words that name no product show the shop's shelves (`shop_shelves`); a gift for
+    someone ("gift ideas for my dad") is searched by its meaning first, and shows them when
+    nothing is close ("a birthday present for a kid" finds toys; "dad", one notebook).
+
     Raises:
         StoreError: the vector store failed.
     """
-    if plan.shelves and plan.search_filter.category is None:
+    if not plan.shelves or plan.search_filter.category is not None:
+        return _constrained(retriever, text, top_k, plan, margin)
+    if plan.shelves_first:
         return shop_shelves(retriever, top_k, plan)
+    found = _constrained(retriever, text, top_k, plan, margin)
+    if found.products and not found.no_close_match:
+        return found
+    return shop_shelves(retriever, top_k, plan)
+
+
+def _constrained(
+    retriever: Retriever, text: str, top_k: int, plan: FilterPlan, margin: float | None
+) -> SearchOutcome:
+    """`constrained_retrieve` by the words."""
     # Re-ordering by price and the margin cut need scores on one scale: relevance (cosine
     # plus a bounded lexical share) or cosine. An RRF score is rank-based: a headlamp that
     # mentions "tent-mates" scores within 10% of the tents.
