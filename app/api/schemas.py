@@ -163,6 +163,11 @@ class SearchResponse(BaseModel):
         "`products` are the closest the shop has, which may be that thing by another name.",
         examples=["stove"],
     )
+    shelves: bool = Field(
+        False,
+        description='True when the words named no product ("best sellers", "under 50", or a '
+        "gift for someone with nothing close): `products` are a few from each category.",
+    )
     products: list[ProductOut]
     closest_outside_filters: list[ProductOut] = Field(
         default_factory=list,

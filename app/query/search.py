@@ -49,7 +49,9 @@ class SearchOutcome:
     catalog has nothing close to the request, and these are the nearest it has.
     `not_carried`: the kind of product asked for, when no product is called that
     (app/query/kind.py): these are the closest the shop has. `no_room`: the room asked
-    for, when nothing has it ("a tent for 8 people"): these have the most."""
+    for, when nothing has it ("a tent for 8 people"): these have the most. `shelves`: the
+    words named no product (or a gift for someone, and nothing was close): these are a few
+    of each category (`shop_shelves`)."""
 
     products: list[RetrievedProduct]
     nearest: bool = False
@@ -57,6 +59,7 @@ class SearchOutcome:
     no_close_match: bool = False
     not_carried: str | None = None
     no_room: Room | None = None
+    shelves: bool = False
 
     @property
     def offered(self) -> list[RetrievedProduct]:
@@ -307,7 +310,7 @@ def shop_shelves(
         order = by_price
     products = _shelves(retriever, top_k, plan.shelves, flt, order, text)
     if products or not plan.has_price_bounds:
-        return SearchOutcome(products)
+        return SearchOutcome(products, shelves=True)
     cost = log_outside(flt)
 
     def nearest_first(row: list[RetrievedProduct]) -> list[RetrievedProduct]:
@@ -315,7 +318,8 @@ def shop_shelves(
 
     beyond = replace(flt, outside_price=True)
     nearest = _shelves(retriever, top_k, plan.shelves, beyond, nearest_first, text)
-    return SearchOutcome([replace(p, outside_filters=True) for p in nearest], nearest=bool(nearest))
+    outside = [replace(p, outside_filters=True) for p in nearest]
+    return SearchOutcome(outside, nearest=bool(outside), shelves=True)
 
 
 Order = Callable[[list[RetrievedProduct]], list[RetrievedProduct]]

@@ -108,6 +108,11 @@ class _Searched:
                 "nothing in the catalog matches it closely: say so; "
                 "the products listed are the nearest it has"
             )
+        elif self.outcome.shelves:
+            notes.append(
+                "it names no product: the products listed are a few from each of the shop's "
+                "categories, ideas to choose from; never present one as what was asked for"
+            )
         far = (
             self.outcome.no_close_match
             or self.outcome.not_carried is not None
@@ -126,6 +131,7 @@ class _Searched:
             "nearest_matches": self.outcome.nearest,
             "no_close_match": self.outcome.no_close_match,
             "not_carried": self.outcome.not_carried,
+            "shelves": self.outcome.shelves,
             "products": [ProductOut.of(p) for p in self.outcome.products],
             "closest_outside_filters": [ProductOut.of(p) for p in self.outcome.closest_outside],
         }
@@ -223,6 +229,8 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     elif outcome.no_close_match:
         far = "Nothing in the catalog closely matches your request; "
         far += "these are the nearest products. "
+    elif outcome.shelves:
+        far = "A few ideas from across the shop. "
     bounds = " and ".join(f.label for f in plan.applied if f.field in ("min_price", "max_price"))
     if outcome.nearest:
         return far + (
