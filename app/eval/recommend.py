@@ -161,8 +161,8 @@ def evaluate_recommend(
         uncut = constrained_retrieve(retriever, text, k, plan, margin=math.inf).products
         answer = constrained_retrieve(retriever, text, k, plan)
         # As the route words it (app.api.routes.recommend): on the products it shows.
-        shelves = bool(plan.shelves)  # words that name no product: the shop's shelves
-        missing = None if shelves else kinds.not_carried(text, speller, answer.products, categories)
+        nothing = plan.names_nothing or answer.shelves  # no kind named: none judged lacking
+        missing = None if nothing else kinds.not_carried(text, speller, answer.products, categories)
         return _Shown(ranked, uncut, answer.products, missing, answer.no_close_match)
 
     searched = zip(judged, each_query(shown, [q for q, _ in judged]), strict=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from app.query.phrasebook import Phrasebook
 from app.query.spelling import Speller
@@ -100,16 +100,22 @@ class CategoryMatcher:
         return words if words <= self.skipped else None
 
     def find(
-        self, text: str, categories: Iterable[str], speller: Speller | None = None
+        self,
+        text: str,
+        categories: Iterable[str],
+        speller: Speller | None = None,
+        said: Sequence[tuple[int, int]] = (),
     ) -> Constraint | None:
         """The one category `text` clearly names, or None. `speller`: the catalog's words,
         which tell a word that says which of the category ("cat toys") from one that does
-        not ("kids toys"? no name says "kids"); without them, no such word is judged."""
+        not ("kids toys"? no name says "kids"); without them, no such word is judged.
+        `said`: the spans of the other constraints' words ("best sellers", "under 30")."""
         by_form: dict[str, str] = {}
         for name in categories:
             for form in word_forms(name):
                 by_form.setdefault(form, name)
         words = [(m.group(0).lower(), m.start(), m.end()) for m in _WORD.finditer(text)]
+        unsaid = [w for w, start, _ in words if not any(s <= start < e for s, e in said)]
         heard: dict[str, Constraint] = {}
         for i, (word, start, end) in enumerate(words):
             cat = by_form.get(word)
@@ -119,13 +125,21 @@ class CategoryMatcher:
             nxt = words[i + 1] if i + 1 < len(words) else None
             if nxt is not None and nxt[0] in self.kinds:
                 heard.setdefault(cat, Constraint("category", cat, text[start : nxt[2]]))
-            elif prev in self.blocking or self._says_which(prev, speller):
+            elif self._blocked(prev, unsaid, word) or self._says_which(prev, speller):
                 continue
             elif nxt is None or nxt[0] in self.function or nxt[0][0].isdigit():
                 heard.setdefault(cat, Constraint("category", cat, text[start:end]))
         if len(heard) != 1:
             return None
         return next(iter(heard.values()))
+
+    def _blocked(self, prev: str | None, unsaid: list[str], name: str) -> bool:
+        """Whether the word before a category's name makes it something else ("a rug for the
+        kitchen"): "in" does not when every other word outside the other constraints names
+        nothing ("best sellers in audio" browses audio; "a speaker in kitchen" does not)."""
+        if prev not in self.blocking:
+            return False
+        return prev != "in" or any(w not in self.skipped and w != name for w in unsaid)
 
     def _says_which(self, word: str | None, speller: Speller | None) -> bool:
         """Whether `word`, right before a category's name standing alone, is one the

@@ -65,7 +65,8 @@ class OfflineQueryParser:
         constraints += excluded
         cut += negated
         # A category named inside a negation ("not kitchen stuff") is not wanted.
-        category = self.categories.find(_blanked(query, negated), categories, speller)
+        blanked = _blanked(query, negated)
+        category = self.categories.find(blanked, categories, speller, said=cut)
         if category is not None:
             constraints.append(category)
         text = search_text(query, cut)

@@ -58,6 +58,8 @@ class FilterPlan:
     # someone ("gift ideas for my dad") only when a search by its meaning finds nothing close.
     shelves: tuple[str, ...] = ()
     shelves_first: bool = True
+    # The words name no product (whether or not a category is set): no kind to judge.
+    names_nothing: bool = False
 
     def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
         """`products` without those that say they hold fewer than `room`."""
@@ -204,16 +206,18 @@ def plan_filters(
         outer_min_price=outer.get("min_price"),
         outer_max_price=outer.get("max_price"),
     )
-    browse = _categories().browses(parsed.search_text, flt.category)
-    room = rooms().asked(parsed.search_text)
-    said = [c.text for c, _ in heard]
     words = _categories()
+    said = [c.text for c, _ in heard]
     nothing = words.names_nothing(parsed.search_text, said)
+    # "kitchen stuff" after "under 50": nothing named but the category, browsed.
+    category = flt.category
+    browse = words.browses(parsed.search_text, category) or (nothing and category is not None)
+    room = rooms().asked(parsed.search_text)
     gift = not nothing and words.a_gift_for_someone(parsed.search_text, said)
     on_shelves = (nothing or gift) and flt.category is None
     shelves = tuple(sorted(categories)) if on_shelves else ()
     return FilterPlan(
-        flt, tuple(applied), prefer_low, prefer_popular, browse, room, shelves, not gift
+        flt, tuple(applied), prefer_low, prefer_popular, browse, room, shelves, not gift, nothing
     )
 
 

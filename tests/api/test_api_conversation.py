@@ -485,3 +485,17 @@ def test_what_a_gift_is_for_is_searched_not_the_shelves(client: httpx.Client) ->
     assert [BY_ID[p["id"]].category for p in answer["products"][:2]] == ["sports"] * 2
     baby = ask(client, "something for a baby")  # not a gift: the shop has nothing close
     assert baby["shelves"] is False and baby["no_close_match"] is True, baby
+
+
+def test_a_category_named_after_the_shelves_browses_it(client: httpx.Client) -> None:
+    """ "in audio" after "best sellers" searched "best sellers in audio" with no category
+    ('nothing called "sellers"'); "kitchen stuff" after "under $70" searched "under 70" in
+    the kitchen and found nothing."""
+    shelves = ask(client, "best sellers")
+    audio = ask(client, "in audio", shelves["conversation"])
+    assert ("category", "audio", "query") in filters(audio)
+    assert {BY_ID[p["id"]].category for p in audio["products"]} == {"audio"}
+    assert audio["not_carried"] is None and audio["shelves"] is False
+    cheap = ask(client, "under $70")
+    kitchen = ask(client, "kitchen stuff", cheap["conversation"])
+    assert [p["id"] for p in kitchen["products"]] == [13], kitchen["products"]

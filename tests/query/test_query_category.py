@@ -263,3 +263,21 @@ def test_words_that_name_no_product(query: str, nothing: bool) -> None:
     parsed = OfflineQueryParser().parse(query)
     said = [c.text for c in parsed.constraints]
     assert CategoryMatcher(load_phrasebook()).names_nothing(parsed.search_text, said) is nothing
+
+
+@pytest.mark.parametrize(
+    ("query", "category"),
+    [
+        ("best sellers in audio", "audio"),
+        ("anything in kitchen under 30", "kitchen"),
+        ("in audio", "audio"),
+        ("a speaker in kitchen", None),  # where it goes, not what it is
+        ("a rug for the kitchen", None),
+    ],
+)
+def test_in_a_category_is_the_category_when_nothing_else_is_named(
+    query: str, category: str | None
+) -> None:
+    parsed = OfflineQueryParser().parse(query, {"audio", "kitchen", "home"})
+    found = parsed.get("category")
+    assert (found.value if found else None) == category

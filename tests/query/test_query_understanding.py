@@ -176,7 +176,9 @@ def test_a_word_the_names_use_before_a_category_says_which_of_it(
         ("toys for a 5 year old", None, False),
         ("outdoor gear for camping", None, False),
         ("headphones", "audio", False),
-        ("show me", "toys", False),
+        # Nothing named, the category chosen on the page: browsed.
+        ("show me", "toys", True),
+        ("best sellers", "toys", True),
     ],
 )
 def test_a_query_naming_only_its_category_browses_it(

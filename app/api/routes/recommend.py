@@ -187,7 +187,8 @@ async def _search(
         turn.asked,
         turn.about_ranked,
     )
-    if not turn.about and turn.like is None and not plan.shelves:
+    # Words that name nothing name no kind the shop could lack ("best sellers": "sellers").
+    if not (turn.about or turn.like is not None or plan.names_nothing or outcome.shelves):
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
         if missing is not None:
             outcome = replace(outcome, not_carried=missing)
