@@ -462,8 +462,14 @@ def search_turn(
     seen = set(plan.search_filter.exclude_products)
     matching: list[int] = []
     beyond: list[int] = []  # what matches the question outside the price bounds
+    question = None
     if text:
         question = constrained_retrieve(retriever, text, wanted + len(seen), _unseen(plan))
+    if question is not None and question.shelves:
+        # The shelves name nothing to stay within: more like the moisturiser shown among
+        # them is the products nearest it, not the nearest of the other shelves' products.
+        question = None
+    if question is not None:
         left = [p.id for p in question.products if p.id != like and p.id not in seen]
         past = [p.id for p in question.closest_outside if p.id != like and p.id not in seen]
         if question.nearest:  # nothing fits the filters, so nothing matches inside them
@@ -478,7 +484,7 @@ def search_turn(
         if near:
             offered = [replace(p, outside_filters=True) for p in near[:top_k]]
             return SearchOutcome(offered, nearest=True)
-    if text and not matching and seen:
+    if question is not None and not matching and seen:
         # "Show me more" past every product that matches the question: after the tents,
         # the products nearest the tent were backpacks.
         return SearchOutcome([])

@@ -499,3 +499,18 @@ def test_a_category_named_after_the_shelves_browses_it(client: httpx.Client) -> 
     cheap = ask(client, "under $70")
     kitchen = ask(client, "kitchen stuff", cheap["conversation"])
     assert [p["id"] for p in kitchen["products"]] == [13], kitchen["products"]
+
+
+def test_more_like_one_of_the_shelves_is_more_of_its_kind(client: httpx.Client) -> None:
+    """After "best sellers" in the demo, "more like the second one" (a moisturiser) showed
+    a skillet, a dog bed and a backpack: the nearest of the other shelves' products."""
+    shelves = ask(client, "best sellers")
+    third = BY_ID[shelves["products"][2]["id"]]
+    assert "Running Shoes" in third.name, shelves["products"]
+    # One product asked for: the question's first three are one per shelf, so among them
+    # nothing is like a shoe (in the demo's 14 shelves, five asked for did the same).
+    body = {"query": "more like the third one", "conversation": shelves["conversation"]}
+    r = client.post("/recommend", json={**body, "top_k": 1})
+    assert r.status_code == 200, r.text
+    names = [p["name"] for p in r.json()["products"]]
+    assert len(names) == 1 and "Running Shoes" in names[0], names
