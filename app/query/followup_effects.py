@@ -254,6 +254,9 @@ def _brands(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
 # After a negation that starts the query, what makes it "no" said to the last answer.
 # (a start rule's match ends past the spaces and commas after it: "no, " holds its comma).
 _INTERJECTION = re.compile(r"\s*[.!;:]|\s*(?:i|i'm|im|i'd|we|that's|thats)(?![\w-])", re.I)
+# After "no, ": a thing named with an article is the new need ("no, a coffee grinder"), unless
+# the words point back at what was shown ("no, a black one").
+_ARTICLE = re.compile(r"\s*(?:a|an)\s+\w", re.I)
 
 
 def _ignore_query(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None:
@@ -263,6 +266,8 @@ def _ignore_query(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) ->
     the catalog's names use them after a negation ("no dig" ones): then nothing changes."""
     if m is not None and ("," in m.group(0) or _INTERJECTION.match(r.query, m.end())):
         r.take(m)  # "no, I want a floor lamp": an answer to the last turn, not a negation
+        if _ARTICLE.match(r.query, m.end()):
+            r.switch = grammar.refers_back.search(r.query, m.end()) is None
     elif m is not None and not r.brand_spans:
         logger.info("follow-up %r: the negated words name no brand; ignored", r.query)
         r.cuts.append((0, len(r.query)))

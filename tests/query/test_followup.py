@@ -303,6 +303,9 @@ def test_it_in_a_new_question_is_no_reference() -> None:
         ("no I need a yoga mat", "yoga mat", False),
         ("no, a yoga mat", "yoga mat", False),
         ("no. in black", "running shoes in black", True),
+        # A thing the shop does not carry is still the new need ("a kettle coffee grinder").
+        ("no, a coffee grinder", "coffee grinder", False),
+        ("no, a black one", "running shoes black", True),
     ],
 )
 def test_no_said_to_the_last_answer_is_no_negation(
