@@ -31,6 +31,14 @@ class Room:
     unit: str
     text: str = field(default="", compare=False)
 
+    @property
+    def said(self) -> str:
+        """The room in plain words, whatever the spelling asked: "4 people" for "a 4 person
+        tent" (the answer read "room for 4 person")."""
+        if self.count == 1:
+            return f"1 {self.unit}"
+        return f"{self.count} {'people' if self.unit == 'person' else self.unit + 's'}"
+
 
 class RoomReader:
     def __init__(self, book: Phrasebook) -> None:

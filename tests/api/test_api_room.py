@@ -95,6 +95,15 @@ def test_room_above_the_budget_is_offered_not_said_to_be_missing(client: httpx.C
     assert answer["message"].startswith("Nothing in the catalog matches your request at ≤ $150")
 
 
+@pytest.mark.parametrize(
+    "query", ["a 8 person tent", "an 8-person tent", "a tent for eight people"]
+)
+def test_the_room_nothing_has_is_said_in_plain_words(client: httpx.Client, query: str) -> None:
+    """ "a 4 person tent" was answered "room for 4 person"."""
+    notice = "Nothing in the catalog says it has room for 8 people; these have the most."
+    assert ask(client, query)["message"].startswith(notice)
+
+
 def test_a_game_that_states_no_room_is_not_judged(client: httpx.Client) -> None:
     answer = ask(client, "a board game for 4 players")
     assert {p["id"] for p in answer["products"]} == {5, 6}, answer["products"]

@@ -225,7 +225,7 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
         far = f'The shop has nothing called "{outcome.not_carried}"; '
         far += "these are the closest products. "
     elif outcome.no_room is not None:
-        far = f"Nothing in the catalog says it has room for {outcome.no_room.text}; "
+        far = f"Nothing in the catalog says it has room for {outcome.no_room.said}; "
         far += "these have the most. "
     elif outcome.no_close_match:
         far = "Nothing in the catalog closely matches your request; "
