@@ -73,6 +73,20 @@ class FilterPlan:
             return False
         return not self.any_says_room(products)
 
+    def exact_room_first(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
+        """`products` that state exactly the room asked for first, the rest after, each in
+        their order: "a 2 person tent" put a 4-person tent first (it holds two, but a tent
+        for two was asked for)."""
+        room = self.room
+        if room is None:
+            return list(products)
+        exact = {
+            p.id
+            for p in products
+            if rooms().stated(p.name, p.matched_content, room.unit) == room.count
+        }
+        return sorted(products, key=lambda p: p.id not in exact)
+
     def any_says_room(self, products: Sequence[RetrievedProduct]) -> bool:
         """Whether one of `products` says it holds `room` (or at least that many)."""
         room = self.room

@@ -257,7 +257,7 @@ def _constrained(
         matches = by_popularity(matches)
     if plan.prefer_low_price:
         matches = nudge_by_cost(matches, log_price)
-    matches = matches[:top_k]
+    matches = plan.exact_room_first(matches)[:top_k]
     if len(matches) >= top_k or not plan.has_price_bounds:
         return SearchOutcome(matches, no_close_match=can_be_far and _far(retriever, best, matches))
     # Few fit the price bounds: the relevant products outside them (the category and the

@@ -104,6 +104,13 @@ def test_the_room_nothing_has_is_said_in_plain_words(client: httpx.Client, query
     assert ask(client, query)["message"].startswith(notice)
 
 
+def test_the_room_asked_for_comes_before_more_room(client: httpx.Client) -> None:
+    """ "a 2 person tent" put the $380.99 4-person tent first in the demo: it holds two,
+    but what was asked for is a tent for two."""
+    ids = [p["id"] for p in ask(client, "a 2 person tent")["products"]]
+    assert set(ids[:2]) == {1, 3} and ids[2] == 2, ids
+
+
 def test_a_game_that_states_no_room_is_not_judged(client: httpx.Client) -> None:
     answer = ask(client, "a board game for 4 players")
     assert {p["id"] for p in answer["products"]} == {5, 6}, answer["products"]
