@@ -87,7 +87,7 @@ from app.learn.tree_onnx import convert_file
 from app.learned import MANIFEST, MANIFEST_FORMAT
 from app.query import OfflineQueryParser, plan_filters
 from app.query.category import CategoryVocabulary
-from app.query.search import search_query
+from app.query.ordering import search_query
 from app.query.spelling import Speller, read_speller
 from app.ranking.calibration import Calibration, fit_isotonic
 from app.ranking.features import FEATURES, FUSED, feature_matrix

@@ -11,8 +11,9 @@ and `search_turn` searches by text or by the product pointed at.
 """
 
 from app.query.offline import OfflineQueryParser
+from app.query.ordering import SearchOutcome
 from app.query.plan import AppliedFilter, FilterPlan, plan_filters
-from app.query.search import SearchOutcome, constrained_retrieve
+from app.query.search import constrained_retrieve
 from app.query.types import CONSTRAINT_FIELDS, Constraint, ConstraintField, ParsedQuery
 from app.query.understanding import QueryUnderstanding, build_query_understanding
 

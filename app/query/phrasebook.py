@@ -48,7 +48,7 @@ class Phrasebook:
     not_kind_words: list[str]
     # Of those, whom and when: words that still say what to search for ("something for a
     # baby"); with a gift word, the shelves when that search finds nothing close ("gift
-    # ideas for my dad"; app/query/category.py, app/query/search.py).
+    # ideas for my dad"; app/query/category.py, app/query/shelves.py).
     names_someone: list[str]
     gift_words: list[str]
     # "looking for a stove": a "for" after these still comes before the kind asked for.
@@ -62,7 +62,7 @@ class Phrasebook:
     # "bigger" after "a tent for 2 people": room for one more (app/query/followup.py).
     roomier_words: list[str]
     # Why or for whom, not what: left out of the word match ("a gift for a runner" matched
-    # the pens that arrive "in a gift box"); the meaning keeps them (app/query/search.py).
+    # the pens that arrive "in a gift box"); the meaning keeps them (app/query/ordering.py).
     unsearched_words: list[str]
     # "not", "without": what follows is not wanted (app/query/negation.py; follow-ups too).
     negations: list[str]

@@ -231,7 +231,15 @@ def plan_filters(
     on_shelves = (nothing or gift) and flt.category is None
     shelves = tuple(sorted(categories)) if on_shelves else ()
     return FilterPlan(
-        flt, tuple(applied), prefer_low, prefer_popular, browse, room, shelves, not gift, nothing
+        flt,
+        tuple(applied),
+        prefer_low,
+        prefer_popular,
+        browse,
+        room,
+        shelves=shelves,
+        shelves_first=not gift,
+        names_nothing=nothing,
     )
 
 

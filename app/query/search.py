@@ -6,93 +6,36 @@ Sits in front of the Retriever (search text + SearchFilter in); it never changes
 Retriever ranks. A conversation turn that points at a shown product searches by it
 (`search_turn`). With a learned ranker the cut reads its calibrated probability instead of
 the distance from the best match. Words that name no product ("best sellers", "under 50")
-show a few of each category (`shop_shelves`).
+show a few of each category (app/query/shelves.py); what a search returns and the orderings
+it applies are app/query/ordering.py's.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from collections.abc import Sequence
+from dataclasses import replace
 
-from app.query.capacity import Room
-from app.query.phrasebook import alternation, load_phrasebook
+from app.query.ordering import (
+    CANDIDATE_FACTOR,
+    SearchOutcome,
+    by_popularity,
+    by_price,
+    log_outside,
+    log_price,
+    nudge_by_cost,
+    search_query,
+    with_popularity_prior,
+    within_margin,
+)
 from app.query.plan import FilterPlan
-from app.retrieval import Query, Retriever
+from app.query.shelves import shop_shelves
+from app.retrieval import Retriever
 from app.retrieval.types import RetrievedProduct
-from app.store import SearchFilter
 from app.store.hybrid import RetrievalMode
 
 logger = logging.getLogger(__name__)
-
-# Candidates per wanted product when re-ordering (soft price preference, nearest matches).
-CANDIDATE_FACTOR = 3
-# Relevance given up per e-fold of price under "cheap": a product at a third of the price
-# may be ~0.27 less relevant and still rank first (relevance spans ~0.4 more than cosine
-# alone: FUSION_LEXICAL_WEIGHT).
-PRICE_WEIGHT = 0.25
-# Only products this close to the best match compete on price; the rest keep their
-# places after them, so a cheap unrelated product is never lifted over relevant ones.
-PRICE_COMPETITION_MARGIN = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class SearchOutcome:
-    """`products`: the matches, best first. When none fits the hard price bounds they are
-    the nearest matches outside them instead (`nearest`); when some but fewer than asked
-    for fit, `closest_outside` holds the closest relevant products outside the bounds,
-    offered as such and never as matches. Products outside are flagged `outside_filters`.
-    `no_close_match`: even the best scored below the retriever's `close_match_score`: the
-    catalog has nothing close to the request, and these are the nearest it has.
-    `not_carried`: the kind of product asked for, when no product is called that
-    (app/query/kind.py): these are the closest the shop has. `no_room`: the room asked
-    for, when nothing has it ("a tent for 8 people"): these have the most. `shelves`: the
-    words named no product (or a gift for someone, and nothing was close): these are a few
-    of each category (`shop_shelves`)."""
-
-    products: list[RetrievedProduct]
-    nearest: bool = False
-    closest_outside: list[RetrievedProduct] = field(default_factory=list)
-    no_close_match: bool = False
-    not_carried: str | None = None
-    no_room: Room | None = None
-    shelves: bool = False
-
-    @property
-    def offered(self) -> list[RetrievedProduct]:
-        """Everything the answer may mention: the products, then the closest outside."""
-        return [*self.products, *self.closest_outside]
-
-
-def within_margin(
-    products: Sequence[RetrievedProduct], best: float, margin: float
-) -> list[RetrievedProduct]:
-    """The products scoring at most `margin` below `best`: a shop assistant's "these fit"."""
-    return [p for p in products if p.score >= best - margin]
-
-
-def with_popularity_prior(
-    products: Sequence[RetrievedProduct], weight: float
-) -> list[RetrievedProduct]:
-    """Re-order by relevance + `weight` x popularity (in [0, 1)): a product shoppers buy can
-    pass one at most `weight` more relevant, never a clearly better match."""
-    if weight <= 0:
-        return list(products)
-    return sorted(products, key=lambda p: p.score + weight * p.popularity, reverse=True)
-
-
-def by_popularity(products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
-    """ "Best sellers": the products near the best match, most popular first (relevance
-    breaks ties); the others follow in their order."""
-    if not products:
-        return []
-    best = max(p.score for p in products)
-    near = [p for p in products if p.score >= best - PRICE_COMPETITION_MARGIN]
-    rest = [p for p in products if p.score < best - PRICE_COMPETITION_MARGIN]
-    return sorted(near, key=lambda p: (p.popularity, p.score), reverse=True) + rest
 
 
 def relevance_cut(
@@ -106,64 +49,6 @@ def relevance_cut(
             return list(products)
         return [p for p in products if p.score >= retriever.min_probability]
     return within_margin(products, best, margin)
-
-
-def nudge_by_cost(
-    products: Sequence[RetrievedProduct], cost: Callable[[RetrievedProduct], float | None]
-) -> list[RetrievedProduct]:
-    """Re-order the products near the best match by relevance minus PRICE_WEIGHT × cost
-    (unknown cost: the highest seen); the others follow in their order."""
-    if not products:
-        return []
-    best = max(p.score for p in products)
-    near = [p for p in products if p.score >= best - PRICE_COMPETITION_MARGIN]
-    rest = [p for p in products if p.score < best - PRICE_COMPETITION_MARGIN]
-    known = [c for c in map(cost, near) if c is not None]
-    worst = max(known, default=0.0)
-
-    def adjusted(p: RetrievedProduct) -> float:
-        c = cost(p)
-        return p.score - PRICE_WEIGHT * (worst if c is None else c)
-
-    return sorted(near, key=adjusted, reverse=True) + rest
-
-
-def log_price(p: RetrievedProduct) -> float | None:
-    # Log: what matters is "a third of the price", not "$40 less".
-    return math.log(max(p.price, 0.01)) if p.price is not None else None
-
-
-def log_outside(flt: SearchFilter) -> Callable[[RetrievedProduct], float | None]:
-    """How far outside the price bounds a product is, relative to the bound."""
-
-    def cost(p: RetrievedProduct) -> float | None:
-        if p.price is None:
-            return None
-        if flt.max_price is not None and p.price > flt.max_price:
-            return math.log1p((p.price - flt.max_price) / max(flt.max_price, 1.0))
-        if flt.min_price is not None and p.price < flt.min_price:
-            return math.log1p((flt.min_price - p.price) / max(p.price, 1.0))
-        return 0.0
-
-    return cost
-
-
-@lru_cache(maxsize=1)
-def _unsearched() -> re.Pattern[str]:
-    words = alternation(load_phrasebook().unsearched_words)
-    return re.compile(rf"(?<![\w-])(?:{words})(?![\w-])", re.I)
-
-
-def lexical_text(text: str) -> str:
-    """`text` for the word match: without the phrasebook's `unsearched_words`, which say why
-    or for whom rather than what ("a gift for a runner" matched the pens that arrive "in a
-    gift box"). The meaning (the dense branch) still reads them."""
-    return _unsearched().sub(" ", text)
-
-
-def search_query(text: str) -> Query:
-    """The `Query` the service searches `text` with (the ranker's trainer too)."""
-    return Query(text, lexical=lexical_text(text))
 
 
 def constrained_retrieve(
@@ -289,84 +174,6 @@ def _constrained(
     return SearchOutcome(matches, closest_outside=offered, no_close_match=far)
 
 
-def shop_shelves(
-    retriever: Retriever, top_k: int, plan: FilterPlan, text: str | None = None
-) -> SearchOutcome:
-    """Words that name no product ("best sellers", "anything under 50", "a gift"): a few
-    of each category (`plan.shelves`), each shelf searched as a category is browsed (by its
-    name's meaning, no floor, no cut: every product on it is one of what was asked for),
-    then one of each in turn: the most popular first, or the cheapest when the shopper
-    asked for cheap. By the words alone, "best sellers" found novels and "under 50" one
-    moisturiser. With `text` (a gift for someone, where nothing was close), each shelf is
-    searched by its meaning instead, the nearest shelves first. When nothing in the shop
-    fits the price bounds, the nearest outside them the same way, labelled (`nearest`).
-
-    Raises:
-        StoreError: the vector store failed.
-    """
-    flt = plan.search_filter
-    order: Order = _most_popular if text is None else _best_first
-    if plan.prefer_low_price:
-        order = by_price
-    products = _shelves(retriever, top_k, plan.shelves, flt, order, text)
-    if products or not plan.has_price_bounds:
-        return SearchOutcome(products, shelves=True)
-    cost = log_outside(flt)
-
-    def nearest_first(row: list[RetrievedProduct]) -> list[RetrievedProduct]:
-        return sorted(row, key=lambda p: _or_inf(cost(p)))
-
-    beyond = replace(flt, outside_price=True)
-    nearest = _shelves(retriever, top_k, plan.shelves, beyond, nearest_first, text)
-    outside = [replace(p, outside_filters=True) for p in nearest]
-    return SearchOutcome(outside, nearest=bool(outside), shelves=True)
-
-
-Order = Callable[[list[RetrievedProduct]], list[RetrievedProduct]]
-
-
-def _shelves(
-    retriever: Retriever,
-    top_k: int,
-    shelves: Sequence[str],
-    flt: SearchFilter,
-    order: Order,
-    text: str | None,
-) -> list[RetrievedProduct]:
-    """Up to `top_k` products, one of each shelf in turn, each shelf and the shelves (by
-    their first products) in `order`, among the shelf's products nearest its name (or
-    `text`: by meaning alone, so one shelf's scores compare with another's)."""
-    depth = top_k * CANDIDATE_FACTOR  # `order` re-orders: more to choose from
-    searches = [(replace(flt, category=c), depth) for c in shelves]
-    if text is None:
-        found = [
-            retriever.retrieve(search_query(f.category or ""), k, f, mode="dense", floor=False)
-            for f, k in searches
-        ]
-    else:
-        found = retriever.retrieve_each(search_query(text), searches, mode="dense", floor=False)
-    rows = [order(row) for row in found if row]
-    firsts = [p.id for p in order([row[0] for row in rows])]
-    rows.sort(key=lambda row: firsts.index(row[0].id))
-    taken: list[RetrievedProduct] = []
-    for at in range(max((len(row) for row in rows), default=0)):
-        taken += [row[at] for row in rows if at < len(row)]
-    return taken[:top_k]
-
-
-def _best_first(products: list[RetrievedProduct]) -> list[RetrievedProduct]:
-    return sorted(products, key=lambda p: -p.score)
-
-
-def _most_popular(products: list[RetrievedProduct]) -> list[RetrievedProduct]:
-    """`products` most popular first (their order breaks ties)."""
-    return sorted(products, key=lambda p: -p.popularity)
-
-
-def _or_inf(value: float | None) -> float:
-    return math.inf if value is None else value
-
-
 def _room_beyond(
     retriever: Retriever,
     plan: FilterPlan,
@@ -414,12 +221,6 @@ def past_shown(retriever: Retriever, text: str, top_k: int, plan: FilterPlan) ->
 def _unseen(plan: FilterPlan) -> FilterPlan:
     """`plan` without its products shown before (the search as the first page ran it)."""
     return replace(plan, search_filter=replace(plan.search_filter, exclude_products=()))
-
-
-def by_price(products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
-    """`products` cheapest first (those without a price last, in their order)."""
-    priced = sorted((p for p in products if p.price is not None), key=lambda p: p.price or 0.0)
-    return [*priced, *(p for p in products if p.price is None)]
 
 
 def search_turn(

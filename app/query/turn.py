@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from app.core.words import split_words
 from app.query.brands import MAX_BRANDS
+from app.query.ordering import SearchOutcome
 from app.query.plan import FilterPlan, narrows
-from app.query.search import SearchOutcome
 from app.query.types import Constraint, ParsedQuery
 
 # Products a follow-up can point at ("the second one") and price ("cheaper"): the first of

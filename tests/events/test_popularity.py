@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.query.offline import OfflineQueryParser
+from app.query.ordering import by_popularity, with_popularity_prior
 from app.query.plan import plan_filters
-from app.query.search import by_popularity, with_popularity_prior
 from app.retrieval.popularity import HALF, popularity
 from app.retrieval.types import RetrievedProduct
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.query import OfflineQueryParser, plan_filters
-from app.query.search import SearchOutcome
+from app.query.ordering import SearchOutcome
 from app.query.spelling import Speller, catalog_word_counts
 from app.query.turn import (
     MAX_EXCLUDED_WORDS,

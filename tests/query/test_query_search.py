@@ -21,7 +21,7 @@ from app.query import (
     constrained_retrieve,
     plan_filters,
 )
-from app.query.search import lexical_text
+from app.query.ordering import lexical_text
 from app.retrieval import Retriever
 from app.store import SearchFilter
 

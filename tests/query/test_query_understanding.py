@@ -10,7 +10,7 @@ import pytest
 from app.eval.constraints import DEFAULT_CONSTRAINTS, heard, load_constraint_cases
 from app.eval.data import DEFAULT_PRODUCTS, load_products
 from app.query import OfflineQueryParser, plan_filters
-from app.query.search import log_outside, log_price, nudge_by_cost
+from app.query.ordering import log_outside, log_price, nudge_by_cost
 from app.query.spelling import Speller, catalog_word_counts, name_ends
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter

@@ -24,7 +24,7 @@ from app.eval.data import (
     load_queries,
 )
 from app.eval.index import build_chunk_index
-from app.query.search import within_margin
+from app.query.ordering import within_margin
 from app.retrieval import Retriever
 
 pytestmark = pytest.mark.slow
