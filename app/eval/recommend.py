@@ -28,7 +28,7 @@ from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.parallel import each_query
 from app.query import OfflineQueryParser, plan_filters
 from app.query.kind import KindReader
-from app.query.search import constrained_retrieve
+from app.query.search import constrained_retrieve, names_a_kind
 from app.query.spelling import Speller
 from app.retrieval import Retriever
 from app.retrieval.types import RetrievedProduct
@@ -161,8 +161,8 @@ def evaluate_recommend(
         uncut = constrained_retrieve(retriever, text, k, plan, margin=math.inf).products
         answer = constrained_retrieve(retriever, text, k, plan)
         # As the route words it (app.api.routes.recommend): on the products it shows.
-        nothing = plan.names_nothing or answer.shelves  # no kind named: none judged lacking
-        missing = None if nothing else kinds.not_carried(text, speller, answer.products, categories)
+        judged = names_a_kind(plan, answer)
+        missing = kinds.not_carried(text, speller, answer.products, categories) if judged else None
         return _Shown(ranked, uncut, answer.products, missing, answer.no_close_match)
 
     searched = zip(judged, each_query(shown, [q for q, _ in judged]), strict=True)

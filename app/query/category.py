@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from app.query.phrasebook import Phrasebook
 from app.query.spelling import Speller
@@ -28,6 +29,7 @@ from app.store import StoreError
 logger = logging.getLogger(__name__)
 
 _WORD = re.compile(r"[\w][\w'-]*")
+Asked = Literal["a product", "nothing", "a gift"]
 
 
 def word_forms(category: str) -> set[str]:
@@ -53,7 +55,7 @@ class CategoryMatcher:
             *self.kinds,
             *self.determiners,
             *self.function,
-            *(w.lower() for w in book.not_kind_words),
+            *(w.lower() for w in book.not_kind()),
         }
         self.someone = {w.lower() for w in book.names_someone}
         self.gift = {w.lower() for w in book.gift_words}
@@ -70,23 +72,18 @@ class CategoryMatcher:
         rest = [w for w in words if w not in self.skipped]
         return bool(rest) and all(w in names for w in rest)
 
-    def names_nothing(self, text: str, said: Iterable[str]) -> bool:
-        """Whether `text` names no product once the constraint phrases `said` are taken out
-        ("best sellers", "anything under 50", "a gift", "show me everything"): every word
-        left says nothing of a product, nor whom it is for ("something for a baby" is
-        searched by its meaning). Text with no word at all ("🎧") is not judged."""
+    def asks_for(self, text: str, said: Iterable[str]) -> Asked:
+        """What `text` asks for once the constraint phrases `said` are taken out: "nothing"
+        when every word left says nothing of a product, nor whom it is for ("best sellers",
+        "anything under 50", "show me everything"); "a gift" when they name only a gift and
+        whom it is for ("gift ideas for my dad"); else "a product" ("something for a baby"
+        is searched by its meaning; text with no word at all, "🎧", is not judged)."""
         words = self._left(text, said)
-        return words is not None and not self.someone.intersection(words)
-
-    def a_gift_for_someone(self, text: str, said: Iterable[str]) -> bool:
-        """Whether `text` names no product but a gift and whom it is for ("gift ideas for
-        my dad", "a birthday present for a kid")."""
-        words = self._left(text, said)
-        return (
-            words is not None
-            and bool(self.someone.intersection(words))
-            and bool(self.gift.intersection(words))
-        )
+        if words is None:
+            return "a product"
+        if not self.someone.intersection(words):
+            return "nothing"
+        return "a gift" if self.gift.intersection(words) else "a product"
 
     def _left(self, text: str, said: Iterable[str]) -> set[str] | None:
         """The words of `text` without the phrases `said` when none names a product, else

@@ -5,7 +5,7 @@ The relevance scores cannot tell. "camping" matches the tents' names word for wo
 best match scores like a close one (RELEVANCE_CLOSE_MATCH), and the answer would offer a
 tent as the top pick for a stove. What a query asks for is its head: the last word before
 its first function word or comma ("a camping stove for two": "stove"). The head is never
-one of the phrasebook's `not_kind_words` ("I need a stove", "what to get my dad"),
+one of the phrasebook's `not_kind()` words ("I need a stove", "what to get my dad"),
 `category_kind_words` ("camping gear"), or a quality ("vanities glass topped": "glass";
 `attribute_endings`, "-ed" and "-ly"). The shop does not carry it when all of these hold:
 - no product name uses the word in any plain form (the catalog's words, app.query.spelling);
@@ -135,7 +135,7 @@ class KindReader:
     def __init__(self, book: Phrasebook) -> None:
         self._stop = set(book.function_words)
         self._determiners = set(book.determiners)
-        self._skip = {*book.not_kind_words, *book.determiners, *book.category_kind_words}
+        self._skip = {*book.not_kind(), *book.determiners, *book.category_kind_words}
         self._seeking = {"", *book.kind_openers}
         # "taller", "lighter": a comparison, never the thing asked for.
         self._comparing = {w for w in book.followup_kept_openers if " " not in w}
@@ -148,7 +148,7 @@ class KindReader:
     def head(self, text: str, opening: bool = False) -> str | None:
         """The word `text` asks for, lowercase ("I need a camping stove for two": "stove"),
         or None when it names none (only numbers, or only words that are never a kind).
-        `opening`: only a head the text opens with, determiners and `not_kind_words`
+        `opening`: only a head the text opens with, determiners and `not_kind()` words
         aside ("got any stoves?"; not "any in canvas", which qualifies)."""
         named = self.named(text, opening)
         return named.head if named else None

@@ -44,10 +44,11 @@ class Phrasebook:
     category_blocking_words_before: list[str]
     determiners: list[str]
     function_words: list[str]
-    # Never the kind of product asked for ("need", "something", "dad"): app/query/kind.py.
+    # Never the kind of product asked for ("need", "something"; with `names_someone` and
+    # `gift_words`, "dad", "gift": `not_kind`): app/query/kind.py.
     not_kind_words: list[str]
-    # Of those, whom and when: words that still say what to search for ("something for a
-    # baby"); with a gift word, the shelves when that search finds nothing close ("gift
+    # Whom and when, also no kind: words that still say what to search for ("something for
+    # a baby"); with a gift word, the shelves when that search finds nothing close ("gift
     # ideas for my dad"; app/query/category.py, app/query/shelves.py).
     names_someone: list[str]
     gift_words: list[str]
@@ -96,6 +97,10 @@ class Phrasebook:
     # using the pair count too: app/query/followup_effects.py).
     ordinal_compounds: list[str]
     ordinal_words: dict[str, int]
+
+    def not_kind(self) -> list[str]:
+        """Every word that never names the kind of product asked for."""
+        return [*self.not_kind_words, *self.names_someone, *self.gift_words]
 
     def count(self) -> str:
         """A count, as a regex group: digits or one of `count_words` ("4", "four")."""

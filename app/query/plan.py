@@ -222,12 +222,13 @@ def plan_filters(
     )
     words = _categories()
     said = [c.text for c, _ in heard]
-    nothing = words.names_nothing(parsed.search_text, said)
+    asked = words.asks_for(parsed.search_text, said)
+    nothing = asked == "nothing"
     # "kitchen stuff" after "under 50": nothing named but the category, browsed.
     category = flt.category
     browse = words.browses(parsed.search_text, category) or (nothing and category is not None)
     room = rooms().asked(parsed.search_text)
-    gift = not nothing and words.a_gift_for_someone(parsed.search_text, said)
+    gift = asked == "a gift"
     on_shelves = (nothing or gift) and flt.category is None
     shelves = tuple(sorted(categories)) if on_shelves else ()
     return FilterPlan(

@@ -102,8 +102,8 @@ class PriceParser:
             return PriceMatch(low, high, a.currency, start, a.end, "around", ((start, a.end),))
         # A bound word after the amount joins the phrase: "for $30 or cheaper". The longest
         # bound phrase before it wins: "no less than 30" is a floor, not "less than 30".
-        cues = [(m, is_upper) for cue, is_upper in ((self._upper, True), (self._lower, False))
-                if (m := cue.search(head))]  # fmt: skip
+        directions = ((self._upper, True), (self._lower, False))
+        cues = [(m, is_upper) for cue, is_upper in directions if (m := cue.search(head))]
         for m, is_upper in sorted(cues, key=lambda c: c[0].start()):
             if not self.amounts.is_bare_non_price(text, a, m.start()):
                 return bound(a, is_upper, m.start(), after.get(is_upper, a.end))

@@ -76,7 +76,7 @@ def constrained_retrieve(
     Raises:
         StoreError: the vector store failed.
     """
-    if not plan.shelves or plan.search_filter.category is not None:
+    if not plan.shelves:
         return _constrained(retriever, text, top_k, plan, margin)
     if plan.shelves_first:
         return shop_shelves(retriever, top_k, plan)
@@ -125,17 +125,19 @@ def _constrained(
         found = retriever.retrieve(query, wanted, flt, mode=mode, floor=not browsing)
     best = max([p.score for p in found + (outside or [])], default=-math.inf)
     relevant = relevance_cut(retriever, found, best, cut)
-    if plan.lacks_room(relevant) and plan.has_price_bounds and outside is None:
+    lacking = plan.lacks_room(relevant)
+    if lacking and plan.has_price_bounds and outside is None:
         # Whether the room exists above the budget is asked before saying it does not
         # (searched with the first search where the cut is a distance: a ranker's is not).
         outside = retriever.retrieve(
             query, top_k * CANDIDATE_FACTOR, beyond, mode=mode, floor=not browsing
         )
         best = max([best, *(p.score for p in outside)])
-    if plan.lacks_room(relevant) and not _room_beyond(retriever, plan, outside, best, cut):
-        # The best match has less room than asked for ("a tent for 8 people", tents for
-        # four): nothing has it, and what is left past the tents is headlamps. Said so,
-        # the most room first.
+    if lacking and not plan.any_says_room(relevance_cut(retriever, outside or [], best, cut)):
+        # The best match has less room than asked for and no relevant product has it,
+        # inside the price bounds or above them ("a tent for 8 people": past the tents for
+        # four, headlamps; "a 4 person tent under 110" has them just above): said so, the
+        # most room first.
         return SearchOutcome(plan.roomiest(relevant)[:top_k], no_room=plan.room)
     matches = with_popularity_prior(plan.with_room(relevant), retriever.popularity_weight)
     if plan.prefer_popular:
@@ -174,17 +176,10 @@ def _constrained(
     return SearchOutcome(matches, closest_outside=offered, no_close_match=far)
 
 
-def _room_beyond(
-    retriever: Retriever,
-    plan: FilterPlan,
-    outside: Sequence[RetrievedProduct] | None,
-    best: float,
-    cut: float,
-) -> bool:
-    """Whether a relevant product outside the price bounds says it has the room asked for:
-    then the room exists, above the budget ("a 4 person tent under 110" said nothing had
-    room for 4 with the 4-person tents $35 above it), and the nearest matches show it."""
-    return bool(outside) and plan.any_says_room(relevance_cut(retriever, outside or [], best, cut))
+def names_a_kind(plan: FilterPlan, outcome: SearchOutcome) -> bool:
+    """Whether the kind of product asked for is judged (`not_carried`): words that name
+    nothing name no kind the shop could lack ("best sellers" read as "sellers")."""
+    return not (plan.names_nothing or outcome.shelves)
 
 
 def _cut_by_distance(retriever: Retriever, margin: float) -> bool:
@@ -264,7 +259,7 @@ def search_turn(
     matching: list[int] = []
     beyond: list[int] = []  # what matches the question outside the price bounds
     question = None
-    if text:
+    if text and not (plan.shelves and plan.shelves_first):
         question = constrained_retrieve(retriever, text, wanted + len(seen), _unseen(plan))
     if question is not None and question.shelves:
         # The shelves name nothing to stay within: more like the moisturiser shown among

@@ -262,7 +262,8 @@ def test_vocabulary_is_sparks_distinct_categories_after_inserts_and_deletes(
 def test_words_that_name_no_product(query: str, nothing: bool) -> None:
     parsed = OfflineQueryParser().parse(query)
     said = [c.text for c in parsed.constraints]
-    assert CategoryMatcher(load_phrasebook()).names_nothing(parsed.search_text, said) is nothing
+    asked = CategoryMatcher(load_phrasebook()).asks_for(parsed.search_text, said)
+    assert (asked == "nothing") is nothing
 
 
 @pytest.mark.parametrize(

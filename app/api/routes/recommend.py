@@ -43,7 +43,7 @@ from app.llm import Question, Recommendation
 from app.llm.extractive import extractive_recommendation
 from app.query import FilterPlan, ParsedQuery, QueryUnderstanding, SearchOutcome, plan_filters
 from app.query.followup import FollowUpError
-from app.query.search import search_turn
+from app.query.search import names_a_kind, search_turn
 from app.query.turn import next_state
 from app.retrieval import Retriever
 
@@ -187,8 +187,7 @@ async def _search(
         turn.asked,
         turn.about_ranked,
     )
-    # Words that name nothing name no kind the shop could lack ("best sellers": "sellers").
-    if not (turn.about or turn.like is not None or plan.names_nothing or outcome.shelves):
+    if not turn.about and turn.like is None and names_a_kind(plan, outcome):
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
         if missing is not None:
             outcome = replace(outcome, not_carried=missing)
