@@ -31,7 +31,7 @@ from app.query.ordering import (
 )
 from app.query.plan import FilterPlan
 from app.query.shelves import shop_shelves
-from app.retrieval import Retriever
+from app.retrieval import Query, Retriever
 from app.retrieval.types import RetrievedProduct
 from app.store.hybrid import RetrievalMode
 
@@ -76,18 +76,17 @@ def constrained_retrieve(
     Raises:
         StoreError: the vector store failed.
     """
-    if not plan.shelves:
-        return _constrained(retriever, text, top_k, plan, margin)
-    if plan.shelves_first:
+    if plan.shelves and plan.shelves_first:
         return shop_shelves(retriever, top_k, plan)
-    found = _constrained(retriever, text, top_k, plan, margin)
-    if found.products and not found.no_close_match:
+    query = search_query(text)  # embedded once, for every search below and the shelves'
+    found = _constrained(retriever, query, top_k, plan, margin)
+    if not plan.shelves or (found.products and not found.no_close_match):
         return found
-    return shop_shelves(retriever, top_k, plan, text)
+    return shop_shelves(retriever, top_k, plan, query)
 
 
 def _constrained(
-    retriever: Retriever, text: str, top_k: int, plan: FilterPlan, margin: float | None
+    retriever: Retriever, query: Query, top_k: int, plan: FilterPlan, margin: float | None
 ) -> SearchOutcome:
     """`constrained_retrieve` by the words."""
     # Re-ordering by price and the margin cut need scores on one scale: relevance (cosine
@@ -106,8 +105,7 @@ def _constrained(
     if browsing:
         mode = "dense"
         # "gear", "stuff", "show me" say nothing of a product: the category's name does.
-        text = flt.category or text
-    query = search_query(text)  # embedded once, for every search below
+        query = search_query(flt.category) if flt.category else query
     # Under a category the shopper named or chose, what is shown is of the kind asked for;
     # the retriever leaves the name out of the BM25 query there, and the close-match bar,
     # set where it counted, called "show me books" and "toys for a 5 year old" far.
@@ -167,7 +165,7 @@ def _constrained(
         len(matches),
         top_k,
         flt,
-        text,
+        query.text,
         len(offered),
     )
     if not matches:

@@ -17,20 +17,20 @@ from app.query.ordering import (
     search_query,
 )
 from app.query.plan import FilterPlan
-from app.retrieval import Retriever
+from app.retrieval import Query, Retriever
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
 
 def shop_shelves(
-    retriever: Retriever, top_k: int, plan: FilterPlan, text: str | None = None
+    retriever: Retriever, top_k: int, plan: FilterPlan, asked: Query | None = None
 ) -> SearchOutcome:
     """Words that name no product ("best sellers", "anything under 50", "a gift"): a few
     of each category (`plan.shelves`), each shelf searched as a category is browsed (by its
     name's meaning, no floor, no cut: every product on it is one of what was asked for),
     then one of each in turn: the most popular first, or the cheapest when the shopper
     asked for cheap. By the words alone, "best sellers" found novels and "under 50" one
-    moisturiser. With `text` (a gift for someone, where nothing was close), each shelf is
+    moisturiser. With `asked` (a gift for someone, where nothing was close), each shelf is
     searched by its meaning instead, the nearest shelves first. When nothing in the shop
     fits the price bounds, the nearest outside them the same way, labelled (`nearest`).
 
@@ -38,10 +38,13 @@ def shop_shelves(
         StoreError: the vector store failed.
     """
     flt = plan.search_filter
-    order: Order = _most_popular if text is None else _best_first
+    order: Order = _most_popular if asked is None else _best_first
     if plan.prefer_low_price:
         order = by_price
-    products = _shelves(retriever, top_k, plan.shelves, flt, order, text)
+    # Each shelf's name embedded once, all in one call (a name alone: ~2 ms each, per shelf),
+    # for both searches below.
+    query = asked if asked is not None else _shelf_queries(retriever, plan.shelves)
+    products = _shelves(retriever, top_k, plan.shelves, flt, order, query)
     if products or not plan.has_price_bounds:
         return SearchOutcome(products, shelves=True)
     cost = log_outside(flt)
@@ -50,7 +53,7 @@ def shop_shelves(
         return sorted(row, key=lambda p: _or_inf(cost(p)))
 
     beyond = replace(flt, outside_price=True)
-    nearest = _shelves(retriever, top_k, plan.shelves, beyond, nearest_first, text)
+    nearest = _shelves(retriever, top_k, plan.shelves, beyond, nearest_first, query)
     outside = [replace(p, outside_filters=True) for p in nearest]
     return SearchOutcome(outside, nearest=bool(outside), shelves=True)
 
@@ -64,20 +67,21 @@ def _shelves(
     shelves: Sequence[str],
     flt: SearchFilter,
     order: Order,
-    text: str | None,
+    query: Query | list[Query],
 ) -> list[RetrievedProduct]:
     """Up to `top_k` products, one of each shelf in turn, each shelf and the shelves (by
-    their first products) in `order`, among the shelf's products nearest its name (or
-    `text`: by meaning alone, so one shelf's scores compare with another's)."""
+    their first products) in `order`, among the shelf's products nearest its name (`query`
+    a list: each shelf's name) or nearest one query (by meaning alone, so one shelf's
+    scores compare with another's)."""
     depth = top_k * CANDIDATE_FACTOR  # `order` re-orders: more to choose from
     searches = [(replace(flt, category=c), depth) for c in shelves]
-    if text is None:
+    if isinstance(query, list):
         found = [
-            retriever.retrieve(search_query(f.category or ""), k, f, mode="dense", floor=False)
-            for f, k in searches
+            retriever.retrieve(name, k, f, mode="dense", floor=False)
+            for name, (f, k) in zip(query, searches, strict=True)
         ]
     else:
-        found = retriever.retrieve_each(search_query(text), searches, mode="dense", floor=False)
+        found = retriever.retrieve_each(query, searches, mode="dense", floor=False)
     rows = [order(row) for row in found if row]
     firsts = [p.id for p in order([row[0] for row in rows])]
     rows.sort(key=lambda row: firsts.index(row[0].id))
@@ -85,6 +89,16 @@ def _shelves(
     for at in range(max((len(row) for row in rows), default=0)):
         taken += [row[at] for row in rows if at < len(row)]
     return taken[:top_k]
+
+
+def _shelf_queries(retriever: Retriever, shelves: Sequence[str]) -> list[Query]:
+    """A `Query` of each shelf's name, their vectors from one encoder call."""
+    queries = [search_query(name) for name in shelves]
+    if queries:  # searched by meaning (mode="dense") whatever RETRIEVAL_MODE is
+        vectors = retriever.embedder.embed([q.text for q in queries])
+        for q, vector in zip(queries, vectors, strict=True):
+            q.dense = vector
+    return queries
 
 
 def _best_first(products: list[RetrievedProduct]) -> list[RetrievedProduct]:

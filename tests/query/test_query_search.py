@@ -243,3 +243,35 @@ def test_products_of_the_category_named_are_never_called_far(search: Pipeline, q
     category = plan.search_filter.category
     assert category and outcome.products and not outcome.no_close_match
     assert all(p.category == category for p in outcome.products)
+
+
+class CountingEncoder:
+    """The real encoder, counting its calls."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: list[str]) -> Any:
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("query", ["best sellers", "under $5", "a gift for her"])
+def test_the_shelves_embed_in_one_encoder_call(search: Pipeline, query: str) -> None:
+    """Each shelf's name was embedded alone, once per search: 14 encoder calls for "best
+    sellers" on the demo, 28 for "under $5" (the shelves, then the nearest outside), and a
+    gift's words twice (searched, then each shelf searched by them)."""
+    encoder = CountingEncoder(search.retriever.embedder)
+    retriever = Retriever(encoder, search.retriever.store, Settings(qdrant_path=":memory:"))
+    parsed = asyncio.run(search.understanding.parse(query))
+    categories = {p.category for p in load_products(DEFAULT_PRODUCTS)}
+    plan = plan_filters(parsed, None, categories=categories)
+    outcome = constrained_retrieve(retriever, parsed.search_text, 5, plan)
+    assert outcome.shelves and outcome.products, outcome
+    one_call = list(plan.shelves) if plan.shelves_first else [parsed.search_text]
+    assert len(one_call) > 1 or not plan.shelves_first
+    assert encoder.calls == [one_call], encoder.calls
