@@ -73,6 +73,8 @@ class FollowUpReader:
         self.kinds = KindReader(book)
         self.rooms = RoomReader(book)
         self._roomier_words = {w.lower() for w in book.roomier_words}
+        # Words that ask nothing of a product: "is" is all "which one is cheapest?" leaves.
+        self._empty = {w.lower() for w in (*book.function_words, *book.not_kind_words)}
         self._count_in = re.compile(rf"(?<![\w.]){n}(?![\w.])", re.I)
         self._one = re.compile(r"(?<![\w-])ones?[\s?!.]*$", re.I)
         self._on_query = [c for c in compiled if c.rule.at not in ON_REST]
@@ -111,7 +113,10 @@ class FollowUpReader:
         if r.about:
             # A question about shown products: asked of them, the conversation unchanged.
             carried = carried_filters(state.filters, r.parsed)
-            asked = r.words or state.search_text
+            # "Which one is cheapest?" asks nothing more than the search did ("is" ordered
+            # them by the cosine of "is", the cheapest's price alone no longer).
+            said = {w.lower() for w in re.findall(r"[\w'-]+", r.words)}
+            asked = r.words if said - self._empty else state.search_text
             logger.info("follow-up %r: about products %s, asking %r", r.query, r.about, asked)
             turn = ParsedQuery(r.query, state.search_text, r.parsed.constraints, parsed.parser)
             return Turn(

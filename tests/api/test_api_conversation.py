@@ -363,11 +363,13 @@ def test_more_past_every_match_says_so_and_shows_nothing(client: httpx.Client) -
     assert answer["message"].startswith("Nothing else matches your request"), answer["message"]
 
 
+@pytest.mark.parametrize("query", ["which is the cheapest?", "which one is cheapest?"])
 def test_which_is_the_cheapest_orders_what_was_shown_by_price(
-    client: httpx.Client, first: dict[str, Any]
+    client: httpx.Client, first: dict[str, Any], query: str
 ) -> None:
-    """Ordered by the words alone, the answer named a dearer product first."""
-    answer = ask(client, "which is the cheapest?", first["conversation"])
+    """Ordered by the words alone, the answer named a dearer product first; "which one is
+    cheapest?" ordered them by the cosine of "is" and a price nudge."""
+    answer = ask(client, query, first["conversation"])
     prices = [p["price"] for p in answer["products"]]
     assert sorted(prices) == prices and len(prices) == len(first["products"]), prices
     assert {p["id"] for p in answer["products"]} == {p["id"] for p in first["products"]}

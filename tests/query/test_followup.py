@@ -260,6 +260,9 @@ def test_a_question_about_shown_products_is_asked_of_them(
         ("do any of them fold?", "fold"),
         ("are they waterproof?", "waterproof"),
         ("do these come in black?", "come in black"),
+        # Nothing asked but the price: the search's words ("is" ordered them by its cosine).
+        ("which one is cheapest?", "running shoes"),
+        ("which of them is the cheapest one", "running shoes"),
     ],
 )
 def test_a_question_about_everything_shown_is_asked_of_the_matches(query: str, asked: str) -> None:
