@@ -59,6 +59,7 @@ class CategoryMatcher:
         }
         self.someone = {w.lower() for w in book.names_someone}
         self.gift = {w.lower() for w in book.gift_words}
+        self.age = re.compile(rf"(?<![\w.-]){book.age()}(?![\w-])", re.I)
 
     def browses(self, text: str, category: str | None) -> bool:
         """Whether `text` names nothing but `category` ("toys", "show me books", "outdoor
@@ -78,10 +79,12 @@ class CategoryMatcher:
         "anything under 50", "show me everything"); "a gift" when they name only a gift and
         whom it is for ("gift ideas for my dad"); else "a product" ("something for a baby"
         is searched by its meaning; text with no word at all, "🎧", is not judged)."""
-        words = self._left(text, said)
+        # An age says whom it is for: "a present for my 8 year old son" is a gift.
+        aged = self.age.search(text) is not None
+        words = self._left(self.age.sub(" ", text), said)
         if words is None:
             return "a product"
-        if not self.someone.intersection(words):
+        if not (aged or self.someone.intersection(words)):
             return "nothing"
         return "a gift" if self.gift.intersection(words) else "a product"
 

@@ -52,6 +52,11 @@ class Phrasebook:
     # ideas for my dad"; app/query/category.py, app/query/shelves.py).
     names_someone: list[str]
     gift_words: list[str]
+    # "a 10 year old", "3-year-olds": an age, whom it is for (`age`); a unit's worth in years.
+    age_units: dict[str, float]
+    # Who is that old, by the most years each word covers (first fits): what the encoder
+    # reads ("for a 3-year-old" found dog beds named "Quill 3", "for a child" toys).
+    age_words: dict[str, float]
     # "looking for a stove": a "for" after these still comes before the kind asked for.
     kind_openers: list[str]
     number_words: dict[str, float]
@@ -105,6 +110,17 @@ class Phrasebook:
     def count(self) -> str:
         """A count, as a regex group: digits or one of `count_words` ("4", "four")."""
         return rf"(\d+|{alternation(list(self.count_words))})"
+
+    def age(self) -> str:
+        """An age as a regex: a count (group 1), one of `age_units` (group 2) and "old"
+        ("8 years old", "a 3-year-old"): whom a product is for, no word of the product."""
+        return rf"{self.count()}[\s-]*({alternation(list(self.age_units))})[\s-]*olds?"
+
+    def aged(self, count: str, unit: str) -> str:
+        """Who is `count` `unit` old ("10", "year": "child"), by `age_words`."""
+        years = self.count_value(count) * self.age_units[unit.lower()]
+        # Older than every word covers: nothing ("my 40 year old wife" is my wife).
+        return next((word for word, most in self.age_words.items() if years <= most), "")
 
     def count_value(self, word: str) -> int:
         """What a count `count` matched is worth ("4", "Four": 4)."""

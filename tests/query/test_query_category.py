@@ -267,6 +267,25 @@ def test_words_that_name_no_product(query: str, nothing: bool) -> None:
 
 
 @pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("birthday present for my 8 year old son", "a gift"),
+        ("a gift for a 10 year old", "a gift"),
+        ("presents for 3-year-olds under 40", "a gift"),
+        ("a gift for a six month old", "a gift"),
+        ("something for a 3-year-old", "a product"),  # searched by whom it is for
+        ("a 10 year battery smoke detector", "a product"),
+    ],
+)
+def test_an_age_says_whom_a_gift_is_for(query: str, asked: str) -> None:
+    """Read as words of a product, "for my 8 year old son" was searched as such and found
+    a stand mixer whose spare parts last "ten years"."""
+    parsed = OfflineQueryParser().parse(query)
+    said = [c.text for c in parsed.constraints]
+    assert CategoryMatcher(load_phrasebook()).asks_for(parsed.search_text, said) == asked
+
+
+@pytest.mark.parametrize(
     ("query", "category"),
     [
         ("best sellers in audio", "audio"),

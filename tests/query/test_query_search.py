@@ -21,11 +21,12 @@ from app.query import (
     constrained_retrieve,
     plan_filters,
 )
-from app.query.ordering import lexical_text
+from app.query.ordering import lexical_text, search_query
 from app.retrieval import Retriever
 from app.store import SearchFilter
 
 pytestmark = pytest.mark.slow
+CATEGORIES = frozenset(p.category for p in load_products(DEFAULT_PRODUCTS) if p.category)
 
 
 class Pipeline:
@@ -235,6 +236,39 @@ def test_the_word_match_leaves_out_why_and_for_whom() -> None:
     assert lexical_text("a gifted child's presentation") == "a gifted child's presentation"
 
 
+@pytest.mark.parametrize(
+    ("text", "meaning", "words"),
+    [
+        ("a gift for a 10 year old", "a gift for a child", "a for a child"),
+        ("something for a 3-year-old", "something for a child", "something for a child"),
+        ("toys for two-year-olds", "toys for baby", "toys for baby"),
+        ("a gift for my 40 year old wife", "a gift for my wife", "a for my wife"),
+        ("10 year battery smoke detector", None, None),  # no age: as typed
+    ],
+)
+def test_an_age_is_searched_as_who_is_that_old(
+    text: str, meaning: str | None, words: str | None
+) -> None:
+    query = search_query(text)
+    assert " ".join(query.text.split()) == (meaning or text)
+    assert " ".join(query.words.split()) == (words or text)
+
+
+@pytest.mark.parametrize("query", ["something for a 3-year-old", "a gift for a 10 year old"])
+def test_an_age_finds_what_is_made_for_that_age_not_its_number(
+    search: Pipeline, query: str
+) -> None:
+    """By its numbers "for a 3-year-old" found the dog bed and cat tree named "Quill 3" and
+    "Halo 3" first; "a gift for a 10 year old", two stand mixers, their spare parts
+    available "for ten years"."""
+    parsed = asyncio.run(search.understanding.parse(query))
+    plan = plan_filters(parsed, None, categories=CATEGORIES)  # a gift: the shelves if far
+    outcome = constrained_retrieve(search.retriever, parsed.search_text, 5, plan)
+    categories = [p.category for p in outcome.products]
+    assert categories and "kitchen" not in categories[:3] and "pet" not in categories[:3]
+    assert "toys" in categories[:4], categories
+
+
 @pytest.mark.parametrize("query", ["show me books", "toys for a 5 year old"])
 def test_products_of_the_category_named_are_never_called_far(search: Pipeline, query: str) -> None:
     """The close-match bar was set on scores where the category's name counted as a word
@@ -268,8 +302,7 @@ def test_the_shelves_embed_in_one_encoder_call(search: Pipeline, query: str) -> 
     encoder = CountingEncoder(search.retriever.embedder)
     retriever = Retriever(encoder, search.retriever.store, Settings(qdrant_path=":memory:"))
     parsed = asyncio.run(search.understanding.parse(query))
-    categories = {p.category for p in load_products(DEFAULT_PRODUCTS)}
-    plan = plan_filters(parsed, None, categories=categories)
+    plan = plan_filters(parsed, None, categories=CATEGORIES)
     outcome = constrained_retrieve(retriever, parsed.search_text, 5, plan)
     assert outcome.shelves and outcome.products, outcome
     one_call = list(plan.shelves) if plan.shelves_first else [parsed.search_text]
