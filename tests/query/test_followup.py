@@ -183,6 +183,9 @@ def test_a_new_question_starts_fresh() -> None:
         ("Actually, I'm looking for wireless earbuds", "wireless earbuds"),
         ("never mind, a kettle", "kettle"),
         ("I'd rather have headphones for swimming", "headphones for swimming"),
+        # Searched as a refinement: 'The shop has nothing called "meant"'.
+        ("I meant a kettle", "kettle"),
+        ("sorry, I meant a yoga mat", "yoga mat"),
     ],
 )
 def test_a_new_need_after_a_switch_cue_is_searched_alone_with_nothing_carried(
