@@ -155,6 +155,18 @@ class CategoryMatcher:
 MAX_CATEGORIES = 10_000
 
 
+class Frequent(frozenset[str]):
+    """A catalog's values of a field (its categories, its brands), `most_first`: the same
+    by how many chunks hold each, the most first."""
+
+    most_first: tuple[str, ...]
+
+    def __new__(cls, most_first: Sequence[str] = ()) -> Frequent:
+        values = super().__new__(cls, most_first)
+        values.most_first = tuple(most_first)
+        return values
+
+
 class CategoryVocabulary(StoreView[frozenset[str]]):
     """The distinct categories in the store, re-read every `refresh_seconds` (`FIELD`: a
     subclass reads another indexed keyword field the same way, e.g. BrandVocabulary).
@@ -167,7 +179,7 @@ class CategoryVocabulary(StoreView[frozenset[str]]):
     FIELD = "category"
 
     def _empty(self) -> frozenset[str]:
-        return frozenset()
+        return Frequent()
 
     def _read(self) -> frozenset[str] | None:
         """The store's categories, or None when the read failed."""
@@ -182,7 +194,11 @@ class CategoryVocabulary(StoreView[frozenset[str]]):
             logger.warning(
                 "over %d %s values: only the most frequent are heard", MAX_CATEGORIES, self.FIELD
             )
-        found = frozenset(name.strip() for name in counts if name.strip())
+        held: dict[str, int] = {}
+        for name, n in counts.items():
+            if name.strip():
+                held[name.strip()] = held.get(name.strip(), 0) + n
+        found = Frequent(sorted(held, key=lambda name: (-held[name], name)))
         logger.debug("catalog %s values: %s", self.FIELD, sorted(found))
         return found
 

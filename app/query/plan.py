@@ -15,13 +15,16 @@ from functools import lru_cache
 from typing import Literal
 
 from app.query.capacity import Room, RoomReader
-from app.query.category import CategoryMatcher
+from app.query.category import CategoryMatcher, Frequent
 from app.query.phrasebook import load_phrasebook
 from app.query.types import Constraint, ConstraintField, FilterField, ParsedQuery
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
 
 logger = logging.getLogger(__name__)
+# Each shelf is a search per request ("best sellers" searched every category of the shop,
+# 10,000 at most); a row shows one product of each, so a few more than a page holds.
+MAX_SHELVES = 16
 
 # query: heard in this turn's words; request: the request's `filters`; conversation:
 # carried from the conversation's last turn (a follow-up refines it).
@@ -230,7 +233,7 @@ def plan_filters(
     room = rooms().asked(parsed.search_text)
     gift = asked == "a gift"
     on_shelves = (nothing or gift) and flt.category is None
-    shelves = tuple(sorted(categories)) if on_shelves else ()
+    shelves = _shelves(categories) if on_shelves else ()
     return FilterPlan(
         flt,
         tuple(applied),
@@ -292,3 +295,10 @@ def _str(value: str | float | None) -> str | None:
 
 def _float(value: str | float | None) -> float | None:
     return None if value is None else float(value)
+
+
+def _shelves(categories: Collection[str]) -> tuple[str, ...]:
+    """The shop's shelves: its MAX_SHELVES largest categories, in name order. Without their
+    sizes (a plain collection), the first MAX_SHELVES by name."""
+    largest = categories.most_first if isinstance(categories, Frequent) else sorted(categories)
+    return tuple(sorted(largest[:MAX_SHELVES]))

@@ -17,8 +17,9 @@ import pytest
 from app.core.config import Settings
 from app.query import OfflineQueryParser
 from app.query import store_view as store_view_module
-from app.query.category import CategoryMatcher, CategoryVocabulary
+from app.query.category import CategoryMatcher, CategoryVocabulary, Frequent
 from app.query.phrasebook import load_phrasebook
+from app.query.plan import MAX_SHELVES, plan_filters
 from app.store import ChunkPoint, VectorStore, open_store
 from tests.qdrant_cluster import QdrantNode, qdrant_own_server_fixture  # noqa: F401
 from tests.synctools import wait_for, watch_failures
@@ -264,6 +265,32 @@ def test_words_that_name_no_product(query: str, nothing: bool) -> None:
     said = [c.text for c in parsed.constraints]
     asked = CategoryMatcher(load_phrasebook()).asks_for(parsed.search_text, said)
     assert (asked == "nothing") is nothing
+
+
+def test_the_vocabulary_knows_which_categories_are_largest(store: VectorStore) -> None:
+    store.ensure_collection(DIM)
+    sizes = {"audio": 3, "books": 1, "kitchen": 5, "toys": 3}
+    pid = iter(range(1, 100))
+    store.upsert([chunk(next(pid), name) for name, n in sizes.items() for _ in range(n)])
+    found = CategoryVocabulary(store, refresh_seconds=60).get()
+    assert found == set(sizes)
+    assert isinstance(found, Frequent) and found.most_first == ("kitchen", "audio", "toys", "books")
+
+
+def test_the_shelves_are_the_largest_categories_at_most() -> None:
+    """ "best sellers" searched every category of the shop, up to the 10,000 the vocabulary
+    holds: a search each per request."""
+    names = [f"category {i:02d}" for i in range(40)]
+    largest = Frequent(names[::-1])  # "category 39" has the most products
+    plan = plan_filters(OfflineQueryParser().parse("best sellers"), None, categories=largest)
+    assert plan.shelves == tuple(sorted(names[::-1][:MAX_SHELVES]))
+    few = Frequent(["toys", "audio"])
+    assert plan_filters(
+        OfflineQueryParser().parse("best sellers"), None, categories=few
+    ).shelves == (
+        "audio",
+        "toys",
+    )
 
 
 @pytest.mark.parametrize(
