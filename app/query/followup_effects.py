@@ -234,9 +234,9 @@ def _cheaper(grammar: Grammar, r: Reading, c: Compiled, m: Match | None) -> None
     # bound (if any) stays as it was.
     if r.parsed.get("max_price") is None and prices:
         cap = cheaper_cap(prices)
-        carried = next((c for c in r.state.filters if c.field == "max_price"), None)
-        if carried is not None:
-            cap = min(cap, float(carried.value))
+        # The lowest cap carried (a budget a narrower one replaced is carried too).
+        caps = [float(c.value) for c in r.state.filters if c.field == "max_price"]
+        cap = min([cap, *caps])
         out.insert(0, Constraint("max_price", max(cap, 0.0), text))
     r.own += out
 

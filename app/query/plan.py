@@ -176,8 +176,11 @@ def plan_filters(
             continue
         if source == "conversation" and narrows(c, values):
             # "cheaper" after "under $200": the cap is lower, the budget said still holds
-            # for what is offered outside it (never a $380 tent as the nearest match).
-            outer[c.field] = float(c.value)
+            # for what is offered outside it (never a $380 tent as the nearest match); of
+            # several said before, the narrowest.
+            tightest = min if c.field == "max_price" else max
+            held = outer.get(c.field)
+            outer[c.field] = float(c.value) if held is None else tightest(held, float(c.value))
         if not _fits(c, values):
             continue
         if c.field == "price_preference":

@@ -137,6 +137,13 @@ def next_state(
     brands = [c for c in heard if c.field in ("brand", "exclude_brand")][:MAX_BRANDS]
     unwanted = [c for c in heard if c.field == "exclude_words"][:MAX_EXCLUDED_WORDS]
     others = [c for c in heard if c.field not in ("brand", "exclude_brand", "exclude_words")]
+    # The budget a narrower one replaced holds as long as the narrower one is carried: after
+    # "cheaper", "in green" offered a $380.99 tent as the nearest to a $200 budget.
+    flt = plan.search_filter
+    if flt.outer_min_price is not None:
+        others.append(Constraint("min_price", flt.outer_min_price, ""))
+    if flt.outer_max_price is not None:
+        others.append(Constraint("max_price", flt.outer_max_price, ""))
     shown = tuple(
         ShownProduct(p.id, p.price, p.outside_filters) for p in outcome.offered[:MAX_SHOWN]
     )

@@ -436,6 +436,10 @@ def test_cheaper_past_every_match_offers_nothing_above_the_budget_said_before(
     assert answer["nearest_matches"] is True, answer
     assert [p["id"] for p in answer["products"]] == [1], answer["products"]
     assert answer["closest_outside_filters"] == []
+    # ... nor on the turns after it ("in green" after it offered the $380.99 tent).
+    later = ask(client, "in blue", answer["conversation"])
+    offered = later["products"] + later["closest_outside_filters"]
+    assert offered and all(p["price"] <= 50 for p in offered), offered
 
 
 def test_a_floor_after_a_cap_asks_for_the_range_between(

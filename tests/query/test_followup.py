@@ -14,8 +14,9 @@ import pytest
 from app.query import OfflineQueryParser, plan_filters
 from app.query.followup import FollowUpError, FollowUpReader
 from app.query.followup_effects import cheaper_cap
+from app.query.ordering import SearchOutcome
 from app.query.spelling import Speller, catalog_word_counts, name_ends
-from app.query.turn import ConversationState, ShownProduct, Turn
+from app.query.turn import ConversationState, ShownProduct, Turn, next_state
 from app.query.types import Constraint, FilterField
 from app.store import SearchFilter
 
@@ -631,3 +632,19 @@ def test_a_new_budget_and_the_one_before(
     assert (flt.outer_min_price, flt.outer_max_price) == outer
     kept = ("max_price", 100.0, "conversation") in applied(turn)
     assert kept == (flt.max_price == 100.0), applied(turn)
+
+
+def test_the_budget_a_narrower_one_replaced_holds_while_the_narrower_one_does() -> None:
+    """After "cheaper" the $200 budget still bounded what was offered outside the new cap,
+    but only for that turn: "in green" next offered a $380.99 tent as a nearest match."""
+    state = LAST
+    turns: list[tuple[str, tuple[float | None, float | None], float | None]]
+    turns = [("cheaper", (None, 70.0), 100.0), ("in black", (None, 70.0), 100.0)]
+    turns += [("under $50", (None, 50.0), 70.0), ("in blue", (None, 50.0), 70.0)]
+    turns += [("under $150", (None, 150.0), None)]  # a new, higher budget: nothing held back
+    for query, bounds, outer in turns:
+        turn = read(query, state)
+        plan = plan_filters(turn.parsed, None, (), "$", turn.carried)
+        flt = plan.search_filter
+        assert ((flt.min_price, flt.max_price), flt.outer_max_price) == (bounds, outer), query
+        state = next_state(turn, plan, SearchOutcome([]), state)
