@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 
 from app.query.amounts import Amount, AmountScanner, PriceMatch, cue_after, cue_before
 from app.query.budget import BudgetWindow
@@ -19,6 +20,7 @@ from app.query.phrasebook import Phrasebook, alternation
 from app.query.types import Constraint
 
 logger = logging.getLogger(__name__)
+_WORDS = re.compile(r"\w")
 
 
 class PriceParser:
@@ -60,9 +62,14 @@ class PriceParser:
 
     def _range(self, text: str, a: Amount, b: Amount) -> PriceMatch | None:
         joiner = self._joiner.match(text[a.end : b.start])
-        if joiner is None or a.value >= b.value:
+        if joiner is None or a.value == b.value:
             return None
         opener = self._opener.search(text[: a.start])
+        if a.value > b.value:
+            # "between 200 and 100" is the range either way round; "200-100", not a range.
+            if not (opener and opener.group(0).strip().lower().startswith("between")):
+                return None
+            a, b = replace(b, start=a.start, end=a.end), replace(a, start=b.start, end=b.end)
         start = opener.start() if opener else a.start
         if joiner.group(0).strip().lower() == "and" and not (
             opener and opener.group(0).strip().lower().startswith("between")
@@ -114,6 +121,10 @@ class PriceParser:
         for is_upper, end in after.items():
             if not self.amounts.is_bare_non_price(text, a, a.start):
                 return bound(a, is_upper, a.start, end)
+        if a.currency is not None and not _WORDS.search(text[: a.start] + text[a.end :]):
+            # A price and nothing else ("$50", "50 dollars") is what the shopper can spend:
+            # by its words "50 dollars" was a kind of product the shop lacked.
+            return bound(a, True, a.start, a.end)
         return None
 
 

@@ -77,6 +77,14 @@ def parse(query: str) -> dict[str, str | float]:
         # "max" between a count and a price is the price's.
         ("tent for 4 max $200", {"max_price": 200.0}),
         ("budget tent for 2", {"price_preference": "low"}),
+        # A price and nothing else is what the shopper can spend ("50 dollars" was a kind
+        # the shop lacked); beside other words it says no bound ("famed sliding door $289").
+        ("$50", {"max_price": 50.0}),
+        ("50 dollars", {"max_price": 50.0}),
+        ("£20!", {"max_price": 20.0}),
+        ("kettle $50", {}),
+        # Either way round ("between 200 and 100" was searched as words).
+        ("tents between 200 and 100 dollars", {"min_price": 100.0, "max_price": 200.0}),
     ],
 )
 def test_budgets_written_in_words(query: str, expected: dict[str, str | float]) -> None:
