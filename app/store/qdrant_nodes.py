@@ -29,6 +29,8 @@ import httpx
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException
 
+from app.store.qdrant_wire import close_posts
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -108,4 +110,5 @@ class QdrantNodes:
 
     def close(self) -> None:
         for client in self.clients:
+            close_posts(client)
             client.close()

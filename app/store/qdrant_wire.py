@@ -7,15 +7,22 @@ stubs the client exposes send the same requests without it. Either transport's a
 read into `WirePoint`s, not into pydantic models, which cost more client CPU than the HTTP
 call (BENCHMARKS.md, "Edge shard against a Qdrant server"): over REST the batch goes out
 through the client's own httpx client (its node, headers, keep-alive and timeout) and the
-JSON answer is read as dicts. The clients keep their connections and take answers
-uncompressed (`rest_options`).
+JSON answer is read as dicts. Over REST the batch goes out on a kept-alive `http.client`
+connection of the calling thread (`RestPosts`), with the client's headers and timeout:
+httpx's request machinery cost 0.35 ms of a 2.5 ms batch (BENCHMARKS.md). The clients keep
+their connections and take answers uncompressed (`rest_options`).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
+import weakref
 from dataclasses import dataclass
+from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from qdrant_client import QdrantClient, models
@@ -27,7 +34,10 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 # connection and a compressed answer per request. Keep-alive with gzip was worse (46 ms a
 # batch: Nagle meeting delayed ACKs on the chunked, compressed answer); keep-alive with
 # plain answers took 3.5 ms. Idle connections are dropped before a server closes them.
-REST_KEEPALIVE = httpx.Limits(max_keepalive_connections=16, keepalive_expiry=4.0)
+KEEPALIVE_EXPIRY_SECONDS = 4.0
+REST_KEEPALIVE = httpx.Limits(
+    max_keepalive_connections=16, keepalive_expiry=KEEPALIVE_EXPIRY_SECONDS
+)
 REST_HEADERS = {"accept-encoding": "identity"}
 JSON_HEADERS = {"content-type": "application/json"}
 # A gRPC search that has not answered by then counts as a node that cannot be reached
@@ -62,27 +72,103 @@ def query_batch(
 def _rest_batch(
     client: QdrantClient, collection: str, requests: list[models.QueryRequest]
 ) -> list[list[WirePoint]]:
-    api = client.http.client  # qdrant-client's ApiClient: `host` and its httpx.Client
     body = models.QueryRequestBatch(searches=requests).model_dump_json(
         by_alias=True,
         exclude_unset=True,
         exclude_none=True,  # as qdrant-client encodes it
     )
-    # An httpx.TransportError here is a node that cannot be reached (app/store/qdrant_nodes.py).
-    response = api._client.post(
-        f"{api.host.rstrip('/')}/collections/{collection}/points/query/batch",
-        content=body,
-        headers=JSON_HEADERS,
-    )
-    if response.status_code != 200:
-        raise UnexpectedResponse.for_response(response)
+    posts = _POSTS.get(client)
+    if posts is None:
+        posts = _POSTS.setdefault(client, RestPosts(client))
+    answer = posts.post(f"/collections/{collection}/points/query/batch", body.encode())
     return [
         [
             WirePoint(p["id"], p["score"], p.get("payload") or {}, p.get("vector"))
             for p in r["points"]
         ]
-        for r in json.loads(response.content)["result"]
+        for r in json.loads(answer)["result"]
     ]
+
+
+class RestPosts:
+    """JSON POSTs to the node of qdrant-client's REST `client` (its URL, headers and
+    timeout), each thread on its own kept-alive connection."""
+
+    def __init__(self, client: QdrantClient) -> None:
+        api = client.http.client  # qdrant-client's ApiClient: `host` and its httpx.Client
+        self._url = urlsplit(api.host)
+        self._connect = HTTPSConnection if self._url.scheme == "https" else HTTPConnection
+        self._timeout = api._client.timeout.read
+        self._headers = {**api._client.headers, **REST_HEADERS, **JSON_HEADERS}
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: set[HTTPConnection] = set()
+
+    def post(self, path: str, body: bytes) -> bytes:
+        """The answer's body; an `httpx.TransportError` when the node cannot be reached
+        (app/store/qdrant_nodes.py moves to the next), `UnexpectedResponse` when it
+        answers with an error."""
+        url = self._url.path.rstrip("/") + path
+        for attempt in range(2):
+            conn, kept = self._connection()
+            try:
+                conn.request("POST", url, body=body, headers=self._headers)
+                response = conn.getresponse()
+                answer = response.read()
+            except (OSError, HTTPException) as e:
+                self._drop(conn)
+                # A kept-alive connection the server closed fails on its next use: a search
+                # is safe to send again, once, on a new one (not after a timeout).
+                if kept and attempt == 0 and not isinstance(e, TimeoutError):
+                    continue
+                error = httpx.ReadTimeout if isinstance(e, TimeoutError) else httpx.ConnectError
+                raise error(f"{self._url.geturl()}: {e!r}") from e
+            self._local.used = time.monotonic()
+            if response.status != 200:
+                request = httpx.Request("POST", self._url.geturl().rstrip("/") + path)
+                raise UnexpectedResponse.for_response(
+                    httpx.Response(response.status, content=answer, request=request)
+                )
+            return answer
+        raise AssertionError("unreachable")
+
+    def _connection(self) -> tuple[HTTPConnection, bool]:
+        """This thread's connection, and whether it was kept from an earlier call."""
+        conn: HTTPConnection | None = getattr(self._local, "conn", None)
+        idle = time.monotonic() - getattr(self._local, "used", 0.0)
+        if conn is not None and idle < KEEPALIVE_EXPIRY_SECONDS:
+            return conn, True
+        if conn is not None:
+            self._drop(conn)  # idle long enough that the server may be closing it
+        conn = self._connect(self._url.hostname or "", self._url.port, timeout=self._timeout)
+        self._local.conn = conn
+        with self._lock:
+            self._open.add(conn)
+        return conn, False
+
+    def _drop(self, conn: HTTPConnection) -> None:
+        conn.close()
+        self._local.conn = None
+        with self._lock:
+            self._open.discard(conn)
+
+    def close(self) -> None:
+        """Close every thread's connection (the client is closing)."""
+        with self._lock:
+            conns, self._open = self._open, set()
+        for conn in conns:
+            conn.close()
+
+
+def close_posts(client: QdrantClient) -> None:
+    """Close the connections `_rest_batch` opened to `client`'s node."""
+    posts = _POSTS.pop(client, None)
+    if posts is not None:
+        posts.close()
+
+
+# One per client (a node): made on its first search, gone with the client.
+_POSTS: weakref.WeakKeyDictionary[QdrantClient, RestPosts] = weakref.WeakKeyDictionary()
 
 
 def _point(p: pb.ScoredPoint) -> WirePoint:
