@@ -1,16 +1,15 @@
-"""A search batch sent to a Qdrant server straight through qdrant-client's transport stubs.
+"""A search batch sent to a Qdrant server without qdrant-client's search call.
 
 `QdrantClient.query_batch_points` deep-copies every request before it sends it (to resolve
 inference objects we never use): 350 objects per request for a 384-d query vector, the
-largest client-side cost of a search (profiled: 0.7 s of 4.6 s over 200 searches). The
-stubs the client exposes send the same requests without it. Either transport's answer is
-read into `WirePoint`s, not into pydantic models, which cost more client CPU than the HTTP
-call (BENCHMARKS.md, "Edge shard against a Qdrant server"): over REST the batch goes out
-through the client's own httpx client (its node, headers, keep-alive and timeout) and the
-JSON answer is read as dicts. Over REST the batch goes out on a kept-alive `http.client`
-connection of the calling thread (`RestPosts`), with the client's headers and timeout:
-httpx's request machinery cost 0.35 ms of a 2.5 ms batch (BENCHMARKS.md). The clients keep
-their connections and take answers uncompressed (`rest_options`).
+largest client-side cost of a search (profiled: 0.7 s of 4.6 s over 200 searches). Over
+gRPC the batch goes through the client's transport stub; over REST, as JSON on a kept-alive
+`http.client` connection of the calling thread (`RestPosts`: the client's node, headers and
+timeout), where httpx's request machinery cost 0.35-0.5 ms of a 2.5 ms batch (docs/
+scale-out.md). Either answer is read into `WirePoint`s, not into pydantic models, which
+cost more client CPU than the HTTP call (BENCHMARKS.md, "Edge shard against a Qdrant
+server"). The clients' own calls keep their connections and take answers uncompressed
+(`rest_options`).
 """
 
 from __future__ import annotations
