@@ -113,8 +113,13 @@ class Phrasebook:
 
     def age(self) -> str:
         """An age as a regex: a count (group 1), one of `age_units` (group 2) and "old"
-        ("8 years old", "a 3-year-old"): whom a product is for, no word of the product."""
-        return rf"{self.count()}[\s-]*({alternation(list(self.age_units))})[\s-]*olds?"
+        ("8 years old", "a 3-year-old"): whom a product is for, no word of the product.
+        Only where a person's age ends (the text, a sign, a function word or a person):
+        "12 year old whisky" is the whisky's age, a word of its name."""
+        units = alternation(list(self.age_units))
+        ends = alternation([*self.function_words, *self.names_someone])
+        after = rf"(?=\s*(?:$|[^\w\s-]|(?:{ends})(?![\w-])))"
+        return rf"{self.count()}[\s-]*({units})[\s-]*olds?{after}"
 
     def aged(self, count: str, unit: str) -> str:
         """Who is `count` `unit` old ("10", "year": "child"), by `age_words`."""
