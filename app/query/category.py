@@ -59,7 +59,7 @@ class CategoryMatcher:
         }
         self.someone = {w.lower() for w in book.names_someone}
         self.gift = {w.lower() for w in book.gift_words}
-        self.age = re.compile(rf"(?<![\w.-]){book.age()}(?![\w-])", re.I)
+        self.book = book
 
     def browses(self, text: str, category: str | None) -> bool:
         """Whether `text` names nothing but `category` ("toys", "show me books", "outdoor
@@ -80,8 +80,8 @@ class CategoryMatcher:
         whom it is for ("gift ideas for my dad"); else "a product" ("something for a baby"
         is searched by its meaning; text with no word at all, "🎧", is not judged)."""
         # An age says whom it is for: "a present for my 8 year old son" is a gift.
-        aged = self.age.search(text) is not None
-        words = self._left(self.age.sub(" ", text), said)
+        aged = bool(self.book.person_ages(text))
+        words = self._left(self.book.without_ages(text, lambda _: " "), said)
         if words is None:
             return "a product"
         if not (aged or self.someone.intersection(words)):

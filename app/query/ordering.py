@@ -138,17 +138,12 @@ def lexical_text(text: str) -> str:
     return _unsearched().sub(" ", text)
 
 
-@lru_cache(maxsize=1)
-def _age() -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w.-]){load_phrasebook().age()}(?![\w-])", re.I)
-
-
 def meaning_text(text: str) -> str:
-    """`text` with an age said as who is that old ("for a 3-year-old": "for a child"). By
-    its numbers it found the dog beds named "Quill 3" and a mixer whose spare parts last
-    "ten years"; by the word, what is made for a child."""
+    """`text` with a person's age said as who is that old ("for a 3-year-old": "for a
+    child"). By its numbers it found the dog beds named "Quill 3" and a mixer whose spare
+    parts last "ten years"; by the word, what is made for a child."""
     book = load_phrasebook()
-    return _age().sub(lambda m: book.aged(m.group(1), m.group(2)), text)
+    return book.without_ages(text, lambda m: book.aged(m.group(1), m.group(2)))
 
 
 def search_query(text: str) -> Query:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 PHRASEBOOK_PATH = Path(__file__).with_name("phrasebook.json")
@@ -16,6 +17,10 @@ def alternation(phrases: list[str] | set[str]) -> str:
     ordered = sorted({p.lower() for p in phrases}, key=len, reverse=True)
     # Inner spaces match any run of whitespace: people type "less  than".
     return "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in ordered)
+
+
+# "for a 30 year old runner", "for my 8 year old": the age that follows is a person's.
+_FOR_WHOM = re.compile(r"\bfor\s+(?:(?:a|an|my|our|the|his|her|their)\s+)?$", re.I)
 
 
 @dataclass(frozen=True)
@@ -111,15 +116,35 @@ class Phrasebook:
         """A count, as a regex group: digits or one of `count_words` ("4", "four")."""
         return rf"(\d+|{alternation(list(self.count_words))})"
 
-    def age(self) -> str:
-        """An age as a regex: a count (group 1), one of `age_units` (group 2) and "old"
-        ("8 years old", "a 3-year-old"): whom a product is for, no word of the product.
-        Only where a person's age ends (the text, a sign, a function word or a person):
-        "12 year old whisky" is the whisky's age, a word of its name."""
+    @cached_property
+    def _age(self) -> re.Pattern[str]:
+        # A count (group 1), one of `age_units` (group 2) and "old": "8 years old", "3-year-olds".
         units = alternation(list(self.age_units))
+        return re.compile(rf"(?<![\w.-]){self.count()}[\s-]*({units})[\s-]*olds?(?![\w-])", re.I)
+
+    @cached_property
+    def _age_ends(self) -> re.Pattern[str]:
         ends = alternation([*self.function_words, *self.names_someone])
-        after = rf"(?=\s*(?:$|[^\w\s-]|(?:{ends})(?![\w-])))"
-        return rf"{self.count()}[\s-]*({units})[\s-]*olds?{after}"
+        return re.compile(rf"\s*(?:$|[^\w\s-]|(?:{ends})(?![\w-]))", re.I)
+
+    def person_ages(self, text: str) -> list[re.Match[str]]:
+        """The ages in `text` that are a person's ("a 10 year old", "my 8 year old son", "for
+        a 30 year old runner"): whom a product is for, no word of it. An age is a person's
+        where it ends (the text, a sign, a function word or a person) or after "for": "a 12
+        year old whisky" is the whisky's, a word of its name."""
+        return [
+            m
+            for m in self._age.finditer(text)
+            if self._age_ends.match(text, m.end()) or _FOR_WHOM.search(text[: m.start()])
+        ]
+
+    def without_ages(self, text: str, said: Callable[[re.Match[str]], str]) -> str:
+        """`text` with each person's age replaced by `said(match)`."""
+        pieces, at = [], 0
+        for m in self.person_ages(text):
+            pieces += [text[at : m.start()], said(m)]
+            at = m.end()
+        return "".join(pieces) + text[at:]
 
     def aged(self, count: str, unit: str) -> str:
         """Who is `count` `unit` old ("10", "year": "child"), by `age_words`."""

@@ -245,6 +245,7 @@ def test_the_word_match_leaves_out_why_and_for_whom() -> None:
         ("a gift for my 40 year old wife", "a gift for my wife", "a for my wife"),
         ("10 year battery smoke detector", None, None),  # no age: as typed
         ("a 12 year old whisky", None, None),  # the whisky's age: a word of its name
+        ("a gift for a 30 year old runner", "a gift for a runner", "a for a runner"),  # "for"
         ("a present for a ten-year-old girl", "a present for a child girl", "a for a child girl"),
     ],
 )
