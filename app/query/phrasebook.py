@@ -57,7 +57,7 @@ class Phrasebook:
     # ideas for my dad"; app/query/category.py, app/query/shelves.py).
     names_someone: list[str]
     gift_words: list[str]
-    # "a 10 year old", "3-year-olds": an age, whom it is for (`age`); a unit's worth in years.
+    # "a 10 year old", "3-year-olds": whom it is for (`person_ages`); each unit's worth in years.
     age_units: dict[str, float]
     # Who is that old, by the most years each word covers (first fits): what the encoder
     # reads ("for a 3-year-old" found dog beds named "Quill 3", "for a child" toys).
