@@ -80,8 +80,9 @@ class CategoryMatcher:
         whom it is for ("gift ideas for my dad"); else "a product" ("something for a baby"
         is searched by its meaning; text with no word at all, "🎧", is not judged)."""
         # An age says whom it is for: "a present for my 8 year old son" is a gift.
-        aged = bool(self.book.person_ages(text))
-        words = self._left(self.book.without_ages(text, lambda _: " "), said)
+        unaged = self.book.without_ages(text, lambda _: " ")
+        aged = unaged != text
+        words = self._left(unaged, said)
         if words is None:
             return "a product"
         if not (aged or self.someone.intersection(words)):

@@ -77,11 +77,7 @@ def with_popularity_prior(
 def by_popularity(products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
     """ "Best sellers": the products near the best match, most popular first (relevance
     breaks ties); the others follow in their order."""
-    if not products:
-        return []
-    best = max(p.score for p in products)
-    near = [p for p in products if p.score >= best - PRICE_COMPETITION_MARGIN]
-    rest = [p for p in products if p.score < best - PRICE_COMPETITION_MARGIN]
+    near, rest = _near_best(products)
     return sorted(near, key=lambda p: (p.popularity, p.score), reverse=True) + rest
 
 
@@ -90,11 +86,7 @@ def nudge_by_cost(
 ) -> list[RetrievedProduct]:
     """Re-order the products near the best match by relevance minus PRICE_WEIGHT × cost
     (unknown cost: the highest seen); the others follow in their order."""
-    if not products:
-        return []
-    best = max(p.score for p in products)
-    near = [p for p in products if p.score >= best - PRICE_COMPETITION_MARGIN]
-    rest = [p for p in products if p.score < best - PRICE_COMPETITION_MARGIN]
+    near, rest = _near_best(products)
     known = [c for c in map(cost, near) if c is not None]
     worst = max(known, default=0.0)
 
@@ -103,6 +95,16 @@ def nudge_by_cost(
         return p.score - PRICE_WEIGHT * (worst if c is None else c)
 
     return sorted(near, key=adjusted, reverse=True) + rest
+
+
+def _near_best(
+    products: Sequence[RetrievedProduct],
+) -> tuple[list[RetrievedProduct], list[RetrievedProduct]]:
+    """The products within PRICE_COMPETITION_MARGIN of the best score, and the others, each
+    in their order."""
+    best = max((p.score for p in products), default=0.0)
+    near = [p for p in products if p.score >= best - PRICE_COMPETITION_MARGIN]
+    return near, [p for p in products if p.score < best - PRICE_COMPETITION_MARGIN]
 
 
 def log_price(p: RetrievedProduct) -> float | None:

@@ -19,10 +19,6 @@ def alternation(phrases: list[str] | set[str]) -> str:
     return "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in ordered)
 
 
-# "for a 30 year old runner", "for my 8 year old": the age that follows is a person's.
-_FOR_WHOM = re.compile(r"\bfor\s+(?:(?:a|an|my|our|the|his|her|their)\s+)?$", re.I)
-
-
 @dataclass(frozen=True)
 class Phrasebook:
     currency_symbols: dict[str, str]
@@ -127,6 +123,11 @@ class Phrasebook:
         ends = alternation([*self.function_words, *self.names_someone])
         return re.compile(rf"\s*(?:$|[^\w\s-]|(?:{ends})(?![\w-]))", re.I)
 
+    @cached_property
+    def _for_whom(self) -> re.Pattern[str]:
+        # "for a 30 year old runner", "for my 8 year old": the age that follows is a person's.
+        return re.compile(rf"\bfor\s+(?:(?:{alternation(self.determiners)})\s+)?$", re.I)
+
     def person_ages(self, text: str) -> list[re.Match[str]]:
         """The ages in `text` that are a person's ("a 10 year old", "my 8 year old son", "for
         a 30 year old runner"): whom a product is for, no word of it. An age is a person's
@@ -135,7 +136,7 @@ class Phrasebook:
         return [
             m
             for m in self._age.finditer(text)
-            if self._age_ends.match(text, m.end()) or _FOR_WHOM.search(text[: m.start()])
+            if self._age_ends.match(text, m.end()) or self._for_whom.search(text[: m.start()])
         ]
 
     def without_ages(self, text: str, said: Callable[[re.Match[str]], str]) -> str:

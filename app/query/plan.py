@@ -236,7 +236,7 @@ def plan_filters(
     room = rooms().asked(parsed.search_text)
     gift = asked == "a gift"
     on_shelves = (nothing or gift) and flt.category is None
-    shelves = _shelves(categories) if on_shelves else ()
+    shelves = _largest(categories) if on_shelves else ()
     return FilterPlan(
         flt,
         tuple(applied),
@@ -300,7 +300,7 @@ def _float(value: str | float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _shelves(categories: Collection[str]) -> tuple[str, ...]:
+def _largest(categories: Collection[str]) -> tuple[str, ...]:
     """The shop's shelves: its MAX_SHELVES largest categories, in name order. Without their
     sizes (a plain collection), the first MAX_SHELVES by name."""
     largest = categories.most_first if isinstance(categories, Frequent) else sorted(categories)

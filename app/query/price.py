@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import replace
 
 from app.query.amounts import Amount, AmountScanner, PriceMatch, cue_after, cue_before
 from app.query.budget import BudgetWindow
@@ -65,15 +64,11 @@ class PriceParser:
         if joiner is None or a.value == b.value:
             return None
         opener = self._opener.search(text[: a.start])
-        if a.value > b.value:
-            # "between 200 and 100" is the range either way round; "200-100", not a range.
-            if not (opener and opener.group(0).strip().lower().startswith("between")):
-                return None
-            a, b = replace(b, start=a.start, end=a.end), replace(a, start=b.start, end=b.end)
+        between = opener is not None and opener.group(0).strip().lower().startswith("between")
+        if a.value > b.value and not between:
+            return None  # "between 200 and 100" is the range either way round; "200-100" none
         start = opener.start() if opener else a.start
-        if joiner.group(0).strip().lower() == "and" and not (
-            opener and opener.group(0).strip().lower().startswith("between")
-        ):
+        if joiner.group(0).strip().lower() == "and" and not between:
             return None  # "2 and 100" without "between" is a list, not a range
         currency = b.currency or a.currency
         # Two bare numbers joined by a plain hyphen are a size, a fraction or a model number
@@ -84,7 +79,8 @@ class PriceParser:
             return None
         if currency is None and self.amounts.is_bare_non_price(text, b, start):
             return None
-        return PriceMatch(a.value, b.value, currency, start, b.end, "range", ((start, b.end),))
+        low, high = sorted((a.value, b.value))
+        return PriceMatch(low, high, currency, start, b.end, "range", ((start, b.end),))
 
     def _single(self, text: str, a: Amount, following: Amount | None) -> PriceMatch | None:
         head = text[: a.start]

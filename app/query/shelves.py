@@ -41,8 +41,7 @@ def shop_shelves(
     order: Order = _most_popular if asked is None else _best_first
     if plan.prefer_low_price:
         order = by_price
-    # Each shelf's name embedded once, all in one call (a name alone: ~2 ms each, per shelf),
-    # for both searches below.
+    # Every shelf's name embedded in one encoder call, once for both searches below.
     query = asked if asked is not None else _shelf_queries(retriever, plan.shelves)
     products = _shelves(retriever, top_k, plan.shelves, flt, order, query)
     if products or not plan.has_price_bounds:

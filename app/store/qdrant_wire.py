@@ -5,7 +5,7 @@ inference objects we never use): 350 objects per request for a 384-d query vecto
 largest client-side cost of a search (profiled: 0.7 s of 4.6 s over 200 searches). Over
 gRPC the batch goes through the client's transport stub; over REST, as JSON on a kept-alive
 `http.client` connection of the calling thread (`RestPosts`: the client's node, headers and
-timeout), where httpx's request machinery cost 0.35-0.5 ms of a 2.5 ms batch (docs/
+timeout): httpx's request machinery was a measured share of every search (docs/
 scale-out.md). Either answer is read into `WirePoint`s, not into pydantic models, which
 cost more client CPU than the HTTP call (BENCHMARKS.md, "Edge shard against a Qdrant
 server"). The clients' own calls keep their connections and take answers uncompressed
