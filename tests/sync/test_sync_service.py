@@ -211,9 +211,10 @@ def test_post_sync_answers_at_once_while_a_cycle_runs(
         assert time.monotonic() < deadline
         time.sleep(0.01)
 
-    started = time.monotonic()
     busy = client.post("/sync")
-    assert time.monotonic() - started < 1.0
+    # At once: answered while the long cycle still runs (a wall-clock bound failed at 1.3 s
+    # under CI's load; issue 34: no sub-second timing in the suite).
+    assert long_cycle.is_alive() and services.engine.running
     assert busy.status_code == 202 and busy.json()["status"] == "running"
     assert client.get("/sync/status").json()["running"] is True
     long_cycle.join(120)
