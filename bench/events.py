@@ -28,9 +28,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.core.ports import free_port
 from app.eval.data import DEFAULT_QUERIES, load_queries
 from bench.load import build_shard, start_service, stop
-from bench.service_process import drive, free_port
+from bench.service_process import drive
 
 
 def main() -> None:

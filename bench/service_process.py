@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,18 +24,13 @@ from typing import Any
 
 import httpx
 
+from app.core.ports import free_port
 from bench.procfs import all_listening, children
 from bench.rawhttp import Pool
 
 ROOT = Path(__file__).resolve().parents[1]
 _TICKS = os.sysconf("SC_CLK_TCK")
 PROGRESS_EVERY_S = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def checkout_env() -> dict[str, str]:

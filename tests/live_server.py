@@ -18,8 +18,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from app.core.config import ROOT, Settings
+from app.core.ports import free_port
 from app.main import create_app
-from tests.qdrant_server import free_port
 
 
 class ServerThread:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tests.spark_cluster import free_port
+from app.core.ports import free_port
 
 KEY, SECRET, REGION = "testing-key", "testing-secret", "us-east-1"
 

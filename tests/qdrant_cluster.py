@@ -21,7 +21,8 @@ from typing import IO, Any
 import httpx
 import pytest
 
-from tests.qdrant_server import STARTUP_SECONDS, free_port, wait_ready
+from app.core.ports import free_port
+from tests.qdrant_server import STARTUP_SECONDS, wait_ready
 
 NODES = 3
 

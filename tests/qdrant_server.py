@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,6 +20,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from app.core.ports import free_port
 
 STARTUP_SECONDS = 30.0
 # The gRPC port of each server this session started, by its URL.
@@ -64,13 +65,6 @@ def _binary_problem(binary: str) -> str | None:
             f"{done.returncode} saying {said[-200:]!r}"
         )
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_ready(url: str, proc: subprocess.Popen[bytes] | None) -> None:

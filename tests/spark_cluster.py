@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from app.core.ports import free_port
 from tests.jvm_archive import conf_dir, jvm_options
 
 STARTUP_SECONDS = 120.0
@@ -52,13 +52,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True)

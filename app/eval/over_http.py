@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from pathlib import Path
 import httpx
 
 from app.core.config import ROOT
+from app.core.ports import free_port
 from app.eval.data import EvalQuery
 from app.eval.ndcg import condensed_ndcg_at_k
 from app.eval.recommend import Answer
@@ -43,12 +43,6 @@ CLIENTS = 2  # the eval's own query threads (app.eval.parallel): the two cores
 SHOWN_DIFFERENCES = 10
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def served(index: str, learned_model: str) -> Iterator[str]:
     """The service on the index in the folder `index`, as a process of its own; yields its
@@ -57,7 +51,7 @@ def served(index: str, learned_model: str) -> Iterator[str]:
     Raises:
         RuntimeError: it exited or was not ready within START_SECONDS (its log's tail).
     """
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="eval-service-") as data:
         log = Path(data) / "service.log"
         env = {

@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.core.ports import free_port
 from bench.procfs import (
     ESTABLISHED,
     LISTEN,
@@ -38,10 +39,7 @@ from bench.procfs import (
     tcp_sockets,
 )
 from tests.fixtures.tables.make_tables import HERE
-from tests.qdrant_server import (
-    free_port,
-    qdrant_server_fixture,  # noqa: F401
-)
+from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = {"query": "a durable product for the kitchen", "top_k": 5}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,16 +22,11 @@ import httpx
 import pytest
 
 from app.core.config import Settings
+from app.core.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +108,7 @@ def service_factory(repo_copy: Path) -> Iterator[Any]:
     started: list[Service] = []
 
     def start(name: str) -> Service:
-        svc = Service(repo_copy, _free_port(), repo_copy / f"{name}.log")
+        svc = Service(repo_copy, free_port(), repo_copy / f"{name}.log")
         started.append(svc)
         return svc
 

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ import numpy as np
 import pytest
 
 from app.core.config import Settings, get_settings
+from app.core.ports import free_port
 from app.embedding import Embedder
 from app.embedding import __main__ as export_cli
 from app.embedding.exported import MANIFEST, ModelNotExportedError, load_export
@@ -114,12 +114,6 @@ def test_an_export_that_does_not_fit_is_refused_with_the_reason(
         load_export(_settings(bad))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _mapped_files(pid: int) -> set[str]:
     lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
     return {line.split(maxsplit=5)[5] for line in lines if len(line.split(maxsplit=5)) == 6}
@@ -130,7 +124,7 @@ def test_the_service_serves_the_export_without_torch(exports: Path, tmp_path: Pa
     with the export, /recommend answers, and no torch library was ever loaded."""
     table = tmp_path / "products"
     shutil.copytree(HERE / "cow_aged", table)
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DATA_DIR": str(tmp_path / "data"),
@@ -202,7 +196,7 @@ def test_without_sentence_transformers_a_model_not_exported_stops_the_start(
     code = (
         "import sys; sys.modules['sentence_transformers'] = None\n"
         "import uvicorn\n"
-        f"uvicorn.run('app.main:app', host='127.0.0.1', port={_free_port()})\n"
+        f"uvicorn.run('app.main:app', host='127.0.0.1', port={free_port()})\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300

@@ -23,11 +23,11 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
 from app.core.config import Settings
+from app.core.ports import free_port
 from app.embedding import Embedder
 from tests.demo_index import build_demo_shard
 from tests.live_server import ServerThread
 from tests.local_s3 import LocalS3
-from tests.spark_cluster import free_port
 from tests.synctools import wait_for
 
 pytestmark = pytest.mark.slow

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 
 from app.core.config import Settings
+from app.core.ports import free_port
 from app.store import ChunkPoint, StoreError, open_store
 from app.store.hybrid import query_sparse
 from app.store.qdrant_client_store import QdrantClientStore
 from app.store.qdrant_wire import _POSTS
 from tests.qdrant_cluster import QdrantNode, qdrant_own_server_fixture  # noqa: F401
-from tests.qdrant_server import free_port, qdrant_server_fixture  # noqa: F401
+from tests.qdrant_server import qdrant_server_fixture  # noqa: F401
 from tests.synctools import wait_for
 
 pytestmark = pytest.mark.server

@@ -24,6 +24,7 @@ from typing import Any, cast
 import pytest
 
 from app.core.config import Settings
+from app.core.ports import free_port
 from app.retrieval import Retriever
 from app.store import open_store
 from app.store.base import StoreFencedError
@@ -34,7 +35,7 @@ from app.sync.verify import mirror_verify
 from spark_jobs.upsert_products import upsert_rows
 from tests.fixtures.tables.make_tables import EXPECTED_IDS, HERE
 from tests.learned_models import model_cache_fixture, second_encoder_fixture  # noqa: F401
-from tests.qdrant_server import FENCED_API_KEY, free_port, qdrant_fenced_server_fixture  # noqa: F401
+from tests.qdrant_server import FENCED_API_KEY, qdrant_fenced_server_fixture  # noqa: F401
 from tests.store.sample_points import point
 from tests.synctools import engine_settings, product, sync_cli_in_process
 
