@@ -41,8 +41,8 @@ def shop_shelves(
     order: Order = _most_popular if asked is None else _best_first
     if plan.prefer_low_price:
         order = by_price
-    # Every shelf's name embedded in one encoder call, once for both searches below.
-    query = asked if asked is not None else _shelf_queries(retriever, plan.shelves)
+    # Each shelf by its name's meaning; the queries keep their vectors for both searches.
+    query = asked if asked is not None else [search_query(name) for name in plan.shelves]
     products = _shelves(retriever, top_k, plan.shelves, flt, order, query)
     if products or not plan.has_price_bounds:
         return SearchOutcome(products, shelves=True)
@@ -73,14 +73,9 @@ def _shelves(
     a list: each shelf's name) or nearest one query (by meaning alone, so one shelf's
     scores compare with another's)."""
     depth = top_k * CANDIDATE_FACTOR  # `order` re-orders: more to choose from
-    searches = [(replace(flt, category=c), depth) for c in shelves]
-    if isinstance(query, list):
-        found = [
-            retriever.retrieve(name, k, f, mode="dense", floor=False)
-            for name, (f, k) in zip(query, searches, strict=True)
-        ]
-    else:
-        found = retriever.retrieve_each(query, searches, mode="dense", floor=False)
+    queries = query if isinstance(query, list) else [query] * len(shelves)
+    searches = [(q, replace(flt, category=c), depth) for q, c in zip(queries, shelves, strict=True)]
+    found = retriever.browse_each(searches)
     rows = [order(row) for row in found if row]
     firsts = [p.id for p in order([row[0] for row in rows])]
     rows.sort(key=lambda row: firsts.index(row[0].id))
@@ -88,16 +83,6 @@ def _shelves(
     for at in range(max((len(row) for row in rows), default=0)):
         taken += [row[at] for row in rows if at < len(row)]
     return taken[:top_k]
-
-
-def _shelf_queries(retriever: Retriever, shelves: Sequence[str]) -> list[Query]:
-    """A `Query` of each shelf's name, their vectors from one encoder call."""
-    queries = [search_query(name) for name in shelves]
-    if queries:  # searched by meaning (mode="dense") whatever RETRIEVAL_MODE is
-        vectors = retriever.embedder.embed([q.text for q in queries])
-        for q, vector in zip(queries, vectors, strict=True):
-            q.dense = vector
-    return queries
 
 
 def _best_first(products: list[RetrievedProduct]) -> list[RetrievedProduct]:

@@ -246,6 +246,29 @@ class Retriever:
         pages = self._search(q, searches, mode, floor)
         return [[to_retrieved(h) for h in page] for page in pages]
 
+    def browse_each(
+        self, searches: Sequence[tuple[Query, SearchFilter | None, int]]
+    ) -> list[list[RetrievedProduct]]:
+        """Up to `top_k` products for each (query, filters, top_k), in their order, by
+        meaning alone and with no floor (a shelf: a category browsed by its name, where
+        every product is one of what was asked for): the vectors the queries lack from one
+        encoder call, every search in one store call (one round trip to a server that
+        groups in the client; Qdrant's group-by takes one search at a time).
+
+        Raises:
+            StoreError: the vector store failed.
+        """
+        missing = list({id(q): q for q, _, _ in searches if q.dense is None}.values())
+        if missing:
+            vectors = self.embedder.embed([q.text for q in missing])
+            for q, vector in zip(missing, vectors, strict=True):
+                q.dense = vector
+        pages = self.store.search_dense_each(
+            [(_vector(q), None if f is None or f.is_empty else f, k) for q, f, k in searches],
+            chunks_per_product=self.chunks_per_product,
+        )
+        return [[to_retrieved(h) for h in page] for page in pages]
+
     def _search(
         self,
         query: str | Query,
@@ -345,3 +368,9 @@ class Retriever:
             among=among,
         )
         return None if hits is None else [to_retrieved(h) for h in hits]
+
+
+def _vector(query: Query) -> npt.NDArray[np.float32]:
+    if query.dense is None:
+        raise ValueError(f"no vector for {query.text!r}")  # browse_each embeds them first
+    return query.dense

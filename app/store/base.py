@@ -297,6 +297,18 @@ class VectorStore(Protocol):
         round trip to a server)."""
         ...
 
+    def search_dense_each(
+        self,
+        searches: Sequence[tuple[VectorLike, SearchFilter | None, int]],
+        *,
+        chunks_per_product: int,
+        score_threshold: float | None = None,
+    ) -> list[list[ProductHit]]:
+        """A page of distinct products for each (query vector, filter, limit), by cosine
+        alone, in their order: every search's requests in one batch where the engine can
+        (one round trip to a server, not one per search)."""
+        ...
+
     def similar_products(
         self,
         product_id: int,

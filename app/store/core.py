@@ -331,10 +331,9 @@ class StoreCore(ABC):
                 word_terms = sparse.words
         spec = fusion or FusionSpec()
         if vector is None or lexical is None or spec.method != "relevance":
-            return [
-                self._branch_search(dense, lexical, spec, flt, limit, chunks_per_product)
-                for flt, limit in searches
-            ]
+            requests = [self._branch_request(flt, dense, lexical, spec) for flt, _ in searches]
+            limits = [limit for _, limit in searches]
+            return self._grouped(requests, limits, chunks_per_product)
         pages = self._relevance_search(
             as_float_list(vector),
             lexical,
@@ -348,16 +347,31 @@ class StoreCore(ABC):
             for hits in pages
         ]
 
-    def _branch_search(
+    def search_dense_each(
         self,
-        dense: Branch | None,
-        lexical: Branch | None,
-        spec: FusionSpec,
-        flt: SearchFilter | None,
-        limit: int,
+        searches: Sequence[tuple[VectorLike, SearchFilter | None, int]],
+        *,
         chunks_per_product: int,
-    ) -> list[ProductHit]:
-        """One branch alone, or both fused inside the engine (rrf / dbsf), grouped."""
+        score_threshold: float | None = None,
+    ) -> list[list[ProductHit]]:
+        """See `VectorStore.search_dense_each`."""
+        requests = [
+            self._branch_request(
+                flt, Branch(self._dense_query(as_float_list(v)), score_threshold=score_threshold)
+            )
+            for v, flt, _ in searches
+        ]
+        return self._grouped(requests, [limit for _, _, limit in searches], chunks_per_product)
+
+    def _branch_request(
+        self,
+        flt: SearchFilter | None,
+        dense: Branch | None,
+        lexical: Branch | None = None,
+        spec: FusionSpec | None = None,
+    ) -> Request:
+        """One branch alone, or both fused inside the engine (rrf / dbsf), as a request for
+        `n` chunks (of one product when given) that `_grouped` groups."""
 
         def request(n: int, product_id: int | None = None) -> Any:
             f = self._build_filter(flt, product_id=product_id)
@@ -366,7 +380,7 @@ class StoreCore(ABC):
                 # The filter goes into each branch: a branch without it would fill the
                 # fusion with products the shopper excluded.
                 branches = [self._prefetch(dense, f, depth), self._prefetch(lexical, f, depth)]
-                fused = Branch(self._fusion(spec))
+                fused = Branch(self._fusion(spec or FusionSpec()))
                 return self._request(n, fused, f, prefetch=branches, payload=SEARCH_FIELDS)
             if dense is not None:
                 return self._request(n, dense, f, payload=SEARCH_FIELDS)
@@ -374,7 +388,7 @@ class StoreCore(ABC):
                 raise ValueError("search_products needs a dense or a sparse query vector")
             return self._request(n, lexical, f, payload=SEARCH_FIELDS)
 
-        return self._grouped(request, limit, chunks_per_product)
+        return request
 
     def _relevance_search(
         self,
@@ -557,20 +571,25 @@ class StoreCore(ABC):
             f = self._build_filter(flt, product_id=other, exclude=product_id, products=among)
             return self._request(n, recommend, f, payload=SEARCH_FIELDS)
 
-        return self._grouped(request, limit, chunks_per_product)
+        (page,) = self._grouped([request], [limit], chunks_per_product)
+        return page
 
-    def _grouped(self, request: Request, limit: int, chunks_per_product: int) -> list[ProductHit]:
-        """Over-fetch chunks and group them by product (app.store.grouping)."""
+    def _grouped(
+        self, requests: Sequence[Request], limits: Sequence[int], chunks_per_product: int
+    ) -> list[list[ProductHit]]:
+        """A page of products for each request and its limit: chunks over-fetched and
+        grouped by product (app.store.grouping), each round's requests in one batch."""
 
-        def top(n: int) -> list[StoredChunkHit]:
-            return [stored_hit(p) for p in self._query(request(n, None))]
-
-        def fill(product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
-            # One batch: the engine plans the small per-product searches together.
-            requests = [request(chunks_per_product, p) for p in product_ids]
+        def batch(requests: list[Any]) -> list[list[StoredChunkHit]]:
             return [[stored_hit(p) for p in points] for points in self._query_batch(requests)]
 
-        return grouped_search(top, fill, limit=limit, chunks_per_product=chunks_per_product)
+        def top(wanted: Sequence[tuple[int, int]]) -> list[list[StoredChunkHit]]:
+            return batch([requests[i](n, None) for i, n in wanted])
+
+        def fill(wanted: Sequence[tuple[int, int]]) -> list[list[StoredChunkHit]]:
+            return batch([requests[i](chunks_per_product, p) for i, p in wanted])
+
+        return grouped_search(top, fill, limits=limits, chunks_per_product=chunks_per_product)
 
     # --- engine hooks: types ------------------------------------------------------------
     @abstractmethod

@@ -1,7 +1,8 @@
 """Distinct-product search for engines without a usable group-by.
 
-qdrant-edge has no group-by, and qdrant-client's local `query_points_groups` scores and
-materializes *every* point per query (seconds at 100k). Both instead run this: fetch the
+qdrant-edge has no group-by, qdrant-client's local `query_points_groups` scores and
+materializes *every* point per query (seconds at 100k), and a server's group-by takes one
+search per request (the shelves are a batch of them). All three run this instead: fetch the
 best chunks, group them in Python the way Qdrant's own group-by does (walk best first,
 one group per new product, at most `chunks_per_product` hits each, stop at `limit`
 groups), widen the fetch while too few distinct products came back, then complete the
@@ -17,10 +18,12 @@ from app.store.base import COUNT_FIELD, GROUP_FIELD, ProductHit, StoredChunkHit
 # Chunks fetched per wanted chunk, and the widening factor while products are missing.
 OVERFETCH = 4
 
-# limit -> the best `limit` chunks, best first (filter and threshold already bound).
-QueryFn = Callable[[int], Sequence[StoredChunkHit]]
-# product ids -> for each, its best `chunks_per_product` chunks under the same filter.
-FillFn = Callable[[Sequence[int]], Sequence[Sequence[StoredChunkHit]]]
+# (search, limit) pairs -> for each, its search's best `limit` chunks, best first (filter and
+# threshold already bound), from one engine call.
+QueryFn = Callable[[Sequence[tuple[int, int]]], Sequence[Sequence[StoredChunkHit]]]
+# (search, product id) pairs -> for each, the product's best `chunks_per_product` chunks
+# under its search's filter, from one engine call.
+FillFn = Callable[[Sequence[tuple[int, int]]], Sequence[Sequence[StoredChunkHit]]]
 
 
 def group_hits(
@@ -46,31 +49,44 @@ def group_hits(
 
 
 def grouped_search(
-    query: QueryFn, fill: FillFn, *, limit: int, chunks_per_product: int
-) -> list[ProductHit]:
-    """Exactly what a full scan grouped per product would return, for an exact engine."""
-    fetch = max(limit * chunks_per_product * OVERFETCH, 16)
-    while True:
-        hits = query(fetch)
-        truncated = len(hits) == fetch
-        products = group_hits(hits, limit=limit, chunks_per_product=chunks_per_product)
-        if len(products) >= limit or not truncated:
-            break
-        fetch *= OVERFETCH
-    if not truncated:
-        return products  # every matching chunk was seen: the groups are complete
-    # A product's first hit is its best chunk, so only short groups can be incomplete.
-    short = [i for i, p in enumerate(products) if len(p.chunks) < _wanted(p, chunks_per_product)]
+    query: QueryFn, fill: FillFn, *, limits: Sequence[int], chunks_per_product: int
+) -> list[list[ProductHit]]:
+    """For each search (its page of `limits[i]` products), exactly what a full scan grouped
+    per product would return, for an exact engine. The searches go together: one engine
+    call per round (a round trip to a server), not one per search."""
+    fetch = [max(limit * chunks_per_product * OVERFETCH, 16) for limit in limits]
+    pages: list[list[ProductHit]] = [[] for _ in limits]
+    truncated = [False] * len(limits)
+    pending = list(range(len(limits)))
+    while pending:
+        answers = query([(i, fetch[i]) for i in pending])
+        widen = []
+        for i, hits in zip(pending, answers, strict=True):
+            truncated[i] = len(hits) == fetch[i]
+            pages[i] = group_hits(hits, limit=limits[i], chunks_per_product=chunks_per_product)
+            if len(pages[i]) < limits[i] and truncated[i]:
+                fetch[i] *= OVERFETCH
+                widen.append(i)
+        pending = widen
+    # A search whose every matching chunk was seen has complete groups; elsewhere a
+    # product's first hit is its best chunk, so only short groups can be incomplete.
+    short = [
+        (i, at)
+        for i, page in enumerate(pages)
+        if truncated[i]
+        for at, product in enumerate(page)
+        if len(product.chunks) < _wanted(product, chunks_per_product)
+    ]
     if not short:
-        return products
-    filled = list(products)
-    completed = fill([products[i].product_id for i in short])
-    for i, chunks in zip(short, completed, strict=True):
+        return pages
+    completed = fill([(i, pages[i][at].product_id) for i, at in short])
+    for (i, at), chunks in zip(short, completed, strict=True):
         if chunks:
             # The product keeps the score it ranked by: a fused (RRF) score of a search
             # limited to one product is a rank within that product, not comparable.
-            filled[i] = ProductHit(products[i].product_id, products[i].score, list(chunks))
-    return filled
+            product = pages[i][at]
+            pages[i][at] = ProductHit(product.product_id, product.score, list(chunks))
+    return pages
 
 
 def _wanted(product: ProductHit, chunks_per_product: int) -> int:

@@ -85,9 +85,10 @@ class QdrantClientStore(StoreCore):
     client: an open QdrantClient (remote or local), or a cluster's nodes.
     collection: collection name; the checkpoint is its metadata, the lease a companion.
     local: True for qdrant-client's local mode, which has no payload indexes.
-    native_groups: use `query_points_groups`. Default: only for a server; local mode's
-        version scores and copies every point per query (~0.35 s at 5k points), so it
-        over-fetches and groups in Python instead (app.store.grouping), like the edge.
+    native_groups: use `query_points_groups` for a search alone. Default: only for a
+        server; local mode's version scores and copies every point per query (~0.35 s at
+        5k points), so it over-fetches and groups in Python instead (app.store.grouping),
+        like the edge, and so does a batch of searches on a server.
     layout: shards, replication and write consistency of the collections it creates.
     fence_key: the servers' API key, for a fenced writer (`fence`); without a key the
         server cannot check a fence.
@@ -416,9 +417,18 @@ class QdrantClientStore(StoreCore):
             lambda client: query_batch(client, self._collection, requests, grpc=self._grpc),
         )
 
-    def _grouped(self, request: Request, limit: int, chunks_per_product: int) -> list[ProductHit]:
-        if not self._native_groups:
-            return super()._grouped(request, limit, chunks_per_product)
+    def _grouped(
+        self, requests: Sequence[Request], limits: Sequence[int], chunks_per_product: int
+    ) -> list[list[ProductHit]]:
+        # Qdrant's group-by takes one search per request: several (the shop's shelves) go
+        # as one batch grouped here (the demo's 14 shelves on a server: 68 -> 27 ms).
+        if not self._native_groups or len(requests) != 1:
+            return super()._grouped(requests, limits, chunks_per_product)
+        return [self._native_grouped(requests[0], limits[0], chunks_per_product)]
+
+    def _native_grouped(
+        self, request: Request, limit: int, chunks_per_product: int
+    ) -> list[ProductHit]:
         # A server groups inside the engine: the same request, with group_by. Branch
         # depth in chunks: a product brings up to chunks_per_product of them.
         req = request(limit * chunks_per_product, None)

@@ -311,3 +311,41 @@ def test_the_shelves_embed_in_one_encoder_call(search: Pipeline, query: str) -> 
     one_call = list(plan.shelves) if plan.shelves_first else [parsed.search_text]
     assert len(one_call) > 1 or not plan.shelves_first
     assert encoder.calls == [one_call], encoder.calls
+
+
+@pytest.mark.parametrize("query", ["best sellers", "under $5", "a gift for her"])
+def test_the_shelves_are_searched_together(
+    search: Pipeline, query: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each shelf was a search of its own: 14 engine calls for "best sellers" on the demo,
+    each a round trip on a server. Now one call for every shelf's best chunks and at most
+    one to complete the products whose further chunks lay past them, per pass over the
+    shelves ("under $5" finds nothing that cheap, then the nearest outside)."""
+    store: Any = search.retriever.store
+    passes: list[list[int]] = []  # per pass over the shelves, the requests of each call
+    engine, browse = store._query_batch, store.search_dense_each
+    browsing = False
+
+    def counted(requests: list[Any]) -> Any:
+        if browsing:
+            passes[-1].append(len(requests))
+        return engine(requests)
+
+    def browsed(searches: Any, **kwargs: Any) -> Any:
+        nonlocal browsing
+        passes.append([])
+        browsing = True
+        try:
+            return browse(searches, **kwargs)
+        finally:
+            browsing = False
+
+    monkeypatch.setattr(store, "_query_batch", counted)
+    monkeypatch.setattr(store, "search_dense_each", browsed)
+    parsed = asyncio.run(search.understanding.parse(query))
+    plan = plan_filters(parsed, None, categories=CATEGORIES)
+    outcome = constrained_retrieve(search.retriever, parsed.search_text, 5, plan)
+    assert outcome.shelves and outcome.products, outcome
+    assert len(passes) == (2 if outcome.nearest else 1), passes
+    for calls in passes:
+        assert calls[0] == len(plan.shelves) and len(calls) <= 2, passes

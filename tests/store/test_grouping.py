@@ -16,18 +16,23 @@ def _hit(pid: int, index: int, score: float, count: int | None) -> StoredChunkHi
 
 
 class _Engine:
-    """Best chunks first; records which products the grouping asked to complete."""
+    """Each search's chunks, best first; records every call and which products the
+    grouping asked to complete."""
 
-    def __init__(self, chunks: list[StoredChunkHit]) -> None:
-        self.chunks = sorted(chunks, key=lambda h: -h.score)
-        self.filled: list[int] = []
+    def __init__(self, *catalogs: list[StoredChunkHit]) -> None:
+        self.catalogs = [sorted(chunks, key=lambda h: -h.score) for chunks in catalogs]
+        self.queries: list[list[tuple[int, int]]] = []
+        self.filled: list[tuple[int, int]] = []
 
-    def query(self, n: int) -> list[StoredChunkHit]:
-        return self.chunks[:n]
+    def query(self, wanted: Sequence[tuple[int, int]]) -> list[list[StoredChunkHit]]:
+        self.queries.append(list(wanted))
+        return [self.catalogs[i][:n] for i, n in wanted]
 
-    def fill(self, product_ids: Sequence[int]) -> list[list[StoredChunkHit]]:
-        self.filled.extend(product_ids)
-        return [[h for h in self.chunks if h.payload["product_id"] == p][:3] for p in product_ids]
+    def fill(self, wanted: Sequence[tuple[int, int]]) -> list[list[StoredChunkHit]]:
+        self.filled.extend(wanted)
+        return [
+            [h for h in self.catalogs[i] if h.payload["product_id"] == p][:3] for i, p in wanted
+        ]
 
 
 def _catalog(count_known: bool) -> list[StoredChunkHit]:
@@ -48,17 +53,38 @@ def _catalog(count_known: bool) -> list[StoredChunkHit]:
 
 def test_a_group_holding_all_its_products_chunks_is_not_completed_again() -> None:
     engine = _Engine(_catalog(count_known=True))
-    products = grouped_search(engine.query, engine.fill, limit=3, chunks_per_product=3)
+    (products,) = grouped_search(engine.query, engine.fill, limits=[3], chunks_per_product=3)
     assert [p.product_id for p in products] == [10, 0, 1]
     # 0 and 1 hold both of their two chunks; 10 holds one of five: only 10 is asked for.
-    assert engine.filled == [10]
+    assert engine.filled == [(0, 10)]
     assert [len(p.chunks) for p in products] == [3, 2, 2]
 
 
 def test_without_a_count_every_short_group_is_completed() -> None:
     # Chunks stored before `chunk_count` existed: the grouping cannot know, so it asks.
     engine = _Engine(_catalog(count_known=False))
-    products = grouped_search(engine.query, engine.fill, limit=3, chunks_per_product=3)
+    (products,) = grouped_search(engine.query, engine.fill, limits=[3], chunks_per_product=3)
     assert [p.product_id for p in products] == [10, 0, 1]
-    assert engine.filled == [10, 0, 1]
+    assert engine.filled == [(0, 10), (0, 0), (0, 1)]
     assert [len(p.chunks) for p in products] == [3, 2, 2]
+
+
+def test_searches_go_together_one_engine_call_per_round() -> None:
+    # Three shelves: the catalog above; one whose products each fill many chunks, so its
+    # first window holds too few of them and widens; one small enough to be seen whole.
+    crowded = [
+        _hit(pid, i, 0.9 - pid * 0.01 - i * 0.0001, 40) for pid in range(4) for i in range(40)
+    ]
+    small = [_hit(pid, 0, 0.5 - pid * 0.1, 1) for pid in range(2)]
+    engine = _Engine(_catalog(count_known=True), crowded, small)
+    pages = grouped_search(engine.query, engine.fill, limits=[3, 2, 3], chunks_per_product=3)
+
+    assert [[p.product_id for p in page] for page in pages] == [[10, 0, 1], [0, 1], [0, 1]]
+    # Round one asks every shelf at once; round two widens only the crowded one.
+    assert engine.queries == [[(0, 36), (1, 24), (2, 36)], [(1, 96)]]
+    # One fill for every shelf's short groups: the catalog's product 10 alone (the
+    # crowded products' first three chunks all lie in the window, the small shelf was
+    # seen whole).
+    assert engine.filled == [(0, 10)]
+    assert [len(p.chunks) for p in pages[0]] == [3, 2, 2]
+    assert [len(p.chunks) for p in pages[1]] == [3, 3]

@@ -297,3 +297,29 @@ def test_a_price_bound_asks_for_the_products_outside_it_in_the_same_request(
         short_pages += short
     # The case under test ran: pages the bound left short, completed from outside it.
     assert short_pages == 3
+
+
+def test_the_shelves_are_one_request_on_a_server(
+    stores: tuple[VectorStore, VectorStore], qdrant_server: str
+) -> None:
+    """Qdrant's group-by takes one search per request: the shop's shelves (a search per
+    category) were a round trip each. Now their best chunks go in one request, and the
+    products whose further chunks lay past them are completed in one more at most."""
+    server, edge = stores
+    rng = np.random.default_rng(6)
+    searches = [
+        (rng.normal(size=DIM).astype(np.float32), SearchFilter(category=c), 6) for c in CATEGORIES
+    ]
+    before = _search_requests(qdrant_server)
+    got = server.search_dense_each(searches, chunks_per_product=CHUNKS_PER_PRODUCT)
+    assert _search_requests(qdrant_server) - before <= 2
+    on_edge = edge.search_dense_each(searches, chunks_per_product=CHUNKS_PER_PRODUCT)
+    assert [[(h.product_id, [c.id for c in h.chunks]) for h in page] for page in got] == [
+        [(h.product_id, [c.id for c in h.chunks]) for h in page] for page in on_edge
+    ]
+    assert all(len(page) == 6 for page in got)
+    for (vector, flt, limit), page in zip(searches, got, strict=True):
+        alone = server.search_products(
+            vector, limit=limit, chunks_per_product=CHUNKS_PER_PRODUCT, flt=flt
+        )  # the engine's own group-by
+        assert [h.product_id for h in page] == [h.product_id for h in alone]

@@ -434,6 +434,27 @@ def _compare_searches(reference: VectorStore, others: Sequence[VectorStore], see
                     got_a, limit=limit, chunks_per_product=per_product, threshold=threshold, flt=flt
                 )
                 compared += 1
+    # Every query under every filter in one call (the shelves' batch): each page is the
+    # reference's search alone, on every engine.
+    for limit, per_product, threshold in SHAPES:
+        searches = [(q, flt, limit) for q in queries for flt in FILTERS]
+        alone = [
+            _search_key(
+                reference.search_products(
+                    q,
+                    limit=limit,
+                    chunks_per_product=per_product,
+                    score_threshold=threshold,
+                    flt=flt,
+                )
+            )
+            for q, flt, limit in searches
+        ]
+        for store in (reference, *others):
+            pages = store.search_dense_each(
+                searches, chunks_per_product=per_product, score_threshold=threshold
+            )
+            assert [_search_key(page) for page in pages] == alone, store
     return compared
 
 
