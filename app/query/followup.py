@@ -146,6 +146,7 @@ class FollowUpReader:
         if words and words.lower() not in text.lower():
             # Past MAX_SEARCH_TEXT the text stops growing (it travels in the token).
             text = f"{text} {words}"[:MAX_SEARCH_TEXT].strip()
+        text = self._exact_room(text, r.query)
         query = r.query
         turn_parsed = ParsedQuery(query, text, (*r.parsed.constraints, *r.own), parsed.parser)
         carried = carried_filters(state.filters, turn_parsed)
@@ -178,6 +179,16 @@ class FollowUpReader:
         while rest and rest[0].lower().strip(",.!?") in self._restated_fillers:
             rest.pop(0)
         return text, " ".join(rest)
+
+    def _exact_room(self, text: str, query: str) -> str:
+        """`text` asking exactly the room this turn asks exactly ("just the 2 person ones"
+        after "a tent": its opener was taken as a cue, and the 4-person tents were shown),
+        marked in the words so that later turns ask it too."""
+        asked = self.rooms.asked(query)
+        room = self.rooms.asked(text)
+        if asked is None or not asked.exact or room is None or room.exact or room != asked:
+            return text
+        return self.rooms.marked_exact(text, room)
 
     def _lacked(self, state: ConversationState, r: Reading) -> bool:
         """Whether the last search asked for a kind the shop lacks, by the names alone."""

@@ -54,7 +54,8 @@ class FilterPlan:
     # The words name nothing but the category filtered on ("toys", "outdoor gear"): every
     # product in it is what was asked for (app.query.category, `browses`).
     browse: bool = False
-    # "a tent for 4 people": products that say they hold fewer are not matches.
+    # "a tent for 4 people": products that say they hold fewer are not matches ("only 4
+    # people": those that say they hold another number).
     room: Room | None = None
     # The words name no product ("best sellers", "under 50", "a gift"): the catalog's
     # categories, a few of each shown (app.query.search, `shop_shelves`); a gift for
@@ -65,7 +66,7 @@ class FilterPlan:
     names_nothing: bool = False
 
     def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
-        """`products` without those that say they hold fewer than `room`."""
+        """`products` without those that say they do not hold `room` (`RoomReader.holding`)."""
         return rooms().holding(products, self.room)
 
     def lacks_room(self, products: Sequence[RetrievedProduct]) -> bool:
@@ -94,7 +95,7 @@ class FilterPlan:
         """Whether one of `products` says it holds `room` (or at least that many)."""
         room = self.room
         return room is not None and any(
-            rooms().enough(p.name, room, p.matched_content) for p in products
+            rooms().fits(p.name, room, p.matched_content) for p in products
         )
 
     def roomiest(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:

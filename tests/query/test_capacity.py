@@ -24,10 +24,20 @@ reader = RoomReader(load_phrasebook())
         ("a 4 burner stove", None),
         ("a tent for 2 people or 4 people", None),
         ("people who like tents", None),
+        # "Only", "just" or "exactly" next to it: that room and no other.
+        ("only 2 person tents", Room(2, "person", exact=True)),
+        ("2 person tents only", Room(2, "person", exact=True)),
+        ("a tent only 2 person", Room(2, "person", exact=True)),
+        ("just the 2 person ones", Room(2, "person", exact=True)),
+        ("a tent for exactly 4 people", Room(4, "person", exact=True)),
+        ("only tents, for 4 people", Room(4, "person")),  # "only" there is not about room
+        ("I just need a tent for 4 people", Room(4, "person")),
     ],
 )
 def test_the_room_a_query_asks_for(text: str, room: Room | None) -> None:
-    assert reader.asked(text) == room
+    asked = reader.asked(text)
+    assert asked == room
+    assert (asked.exact if asked else None) == (room.exact if room else None)
 
 
 @pytest.mark.parametrize(
@@ -43,7 +53,7 @@ def test_the_room_a_query_asks_for(text: str, room: Room | None) -> None:
     ],
 )
 def test_a_name_that_states_less_room_is_too_small(name: str, room: Room, too_small: bool) -> None:
-    assert reader.too_small(name, room) is too_small
+    assert reader.misfits(name, room) is too_small
 
 
 @pytest.mark.parametrize(
@@ -67,4 +77,24 @@ def test_a_name_that_states_less_room_is_too_small(name: str, room: Room, too_sm
 def test_the_matched_text_states_room_where_the_name_does_not(
     name: str, text: str, room: Room, too_small: bool
 ) -> None:
-    assert reader.too_small(name, room, [text]) is too_small
+    assert reader.misfits(name, room, [text]) is too_small
+
+
+@pytest.mark.parametrize(
+    ("name", "count", "fits"),
+    [
+        # Room for exactly 2: a bigger tent is no longer a match ("just the 2 person ones"
+        # showed the 4-person tents), a range holding 2 is.
+        ("Cairn & Co Tide Pro 2-Person Camping Tent", 2, True),
+        ("Ridgeback Gear Terra Pro 4-Person Camping Tent", 2, False),
+        ("Wobbly Fox 2-6 Players Party Game", 4, True),
+        ("Wobbly Fox 2-6 Players Party Game", 8, False),
+        ("Alpenglow Cirrus 2 Backpacking Tent", 2, None),  # states none: not judged
+    ],
+)
+def test_an_exact_room_takes_only_what_holds_that_many(
+    name: str, count: int, fits: bool | None
+) -> None:
+    unit = "player" if "Players" in name else "person"
+    assert reader.fits(name, Room(count, unit, exact=True)) is fits
+    assert reader.misfits(name, Room(count, unit, exact=True)) is (fits is False)

@@ -15,6 +15,7 @@ from app.query import OfflineQueryParser, plan_filters
 from app.query.followup import FollowUpError, FollowUpReader
 from app.query.followup_effects import cheaper_cap
 from app.query.ordering import SearchOutcome
+from app.query.plan import rooms
 from app.query.spelling import Speller, catalog_word_counts, name_ends
 from app.query.turn import ConversationState, ShownProduct, Turn, next_state
 from app.query.types import Constraint, FilterField
@@ -440,6 +441,28 @@ def test_a_new_count_of_the_unit_searched_replaces_it(last: str, query: str, sea
     players", and the four-player games kept coming first."""
     turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
     assert turn.follow_up and turn.parsed.search_text == search
+
+
+@pytest.mark.parametrize(
+    ("last", "query", "search"),
+    [
+        ("a tent", "just the 2 person ones", "a tent 2 person only"),
+        ("a 4-person tent", "only 2 person ones", "a 2 person tent only"),
+        ("a tent for 4 people", "only for 2 people", "a tent for 2 people only"),
+        ("a board game", "just for 2 players", "a board game for 2 players only"),
+        # Asked exactly already, or not exactly now: as typed.
+        ("a tent only 2 person", "cheaper", "a tent only 2 person"),
+        ("a tent", "2 person ones", "a tent 2 person"),
+    ],
+)
+def test_a_room_asked_exactly_is_kept_exact(last: str, query: str, search: str) -> None:
+    """ "Just the 2 person ones" after "a tent" lost its "just" as a follow-up cue and showed
+    the 4-person tents beside the 2-person ones; the search text now asks it exactly, and
+    so does every later turn."""
+    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    assert turn.parsed.search_text == search
+    room = rooms().asked(search)
+    assert room is not None and room.exact == ("only" in search.split())
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,10 @@ TENT = RetrievedProduct(1, NAMES[0], "outdoor", "Pinecrest", 380.0, 0.82, ["Pitc
         # A verb and its object name no kind ('nothing called "take"').
         ("I will take it", None),
         ("a case for it", "case"),
+        # "Only" and "just" say how much, not what: 'nothing called "headphones only"'.
+        ("over ear headphones only", "headphones"),
+        ("circular saw only", "saw"),
+        ("just a kettle", "kettle"),
     ],
 )
 def test_the_head_is_the_kind_asked_for(query: str, head: str | None) -> None:

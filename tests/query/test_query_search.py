@@ -349,3 +349,18 @@ def test_the_shelves_are_searched_together(
     assert len(passes) == (2 if outcome.nearest else 1), passes
     for calls in passes:
         assert calls[0] == len(plan.shelves) and len(calls) <= 2, passes
+
+
+@pytest.mark.parametrize(
+    "query", ["only 2 person tents", "2 person tents only", "a tent 2 person only"]
+)
+def test_a_room_asked_exactly_shows_no_roomier_product(search: Pipeline, query: str) -> None:
+    """A tent for two holds more than two only as room to spare: "only 2 person tents" (or
+    "just the 2 person ones" after "a tent", as the follow-up words it) showed the two
+    4-person tents after the 2-person ones, as "a 2 person tent" does."""
+    plan, outcome = search(query)
+    names = [p.name for p in outcome.products]
+    assert plan.room is not None and plan.room.exact
+    assert any("2-Person" in n for n in names) and not any("4-Person" in n for n in names), names
+    _, roomier = search("a 2 person tent")
+    assert any("4-Person" in p.name for p in roomier.products)  # not asked exactly: they fit
