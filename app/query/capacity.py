@@ -61,9 +61,9 @@ class RoomReader:
         self._in_text = re.compile(
             rf"(?<![\w.-])(?:{n}-|{n}\s*(?:-|–|to)\s*{n}\s+)({units})(?![\w-])", re.I
         )
-        # Room for that many and no other: "only 2-person", "just the 2 person ones", "for
-        # exactly 4 people", "only for 4", "2 person tents only" (one word between at most, not a
-        # function word: "for 2 people for only $50" asks a price).
+        # Room for that many and no other: "only 2-person", "just the 2 person ones", "only
+        # for 4 people", "for exactly 4 people", "2 person tents only" (one word between at
+        # most, not a function word: "for 2 people for only $50" asks a price).
         cues = alternation(book.room_exact_words)
         function = alternation(book.function_words)
         self._exact_before = re.compile(rf"(?<![\w-])(?:{cues})\s+(?:for\s+)?(?:the\s+)?$", re.I)

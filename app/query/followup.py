@@ -32,6 +32,7 @@ from app.query.followup_effects import EFFECTS, Compiled, FollowUpError, Reading
 from app.query.followup_rules import ON_REST, Rule, compile_rule, load_rules
 from app.query.kind import KindReader
 from app.query.phrasebook import Phrasebook, alternation
+from app.query.restriction import RestrictionReader
 from app.query.spelling import Speller
 from app.query.turn import MAX_SEARCH_TEXT, MAX_SEEN, ConversationState, Turn, carried_filters
 from app.query.types import ParsedQuery
@@ -72,6 +73,7 @@ class FollowUpReader:
         self._restated_fillers = _RESTATED_FILLERS | set(book.followup_trailing)
         self.kinds = KindReader(book)
         self.rooms = RoomReader(book)
+        self.restrictions = RestrictionReader(book)
         self._roomier_words = {w.lower() for w in book.roomier_words}
         # Words that ask nothing of a product: "is" is all "which one is cheapest?" leaves.
         self._empty = {w.lower() for w in (*book.function_words, *book.not_kind_words)}
@@ -147,6 +149,7 @@ class FollowUpReader:
             # Past MAX_SEARCH_TEXT the text stops growing (it travels in the token).
             text = f"{text} {words}"[:MAX_SEARCH_TEXT].strip()
         text = self._exact_room(text, r.query)
+        text = self._restricted(text, r.query, words)
         query = r.query
         turn_parsed = ParsedQuery(query, text, (*r.parsed.constraints, *r.own), parsed.parser)
         carried = carried_filters(state.filters, turn_parsed)
@@ -189,6 +192,17 @@ class FollowUpReader:
         if asked is None or not asked.exact or room is None or room.exact or room != asked:
             return text
         return self.rooms.marked_exact(text, room)
+
+    def _restricted(self, text: str, query: str, words: str) -> str:
+        """`text` restricting the names as this turn does ("only wireless ones" after
+        "headphones": its "only" was taken as a cue), "only" after the words it added, so
+        that later turns restrict them too."""
+        asked = self.restrictions.asked(query)
+        if not asked or self.restrictions.asked(text):
+            return text
+        if not set(asked[-1]) <= set(split_words(words)):
+            return text  # its words went elsewhere ("only kitchen ones": the category)
+        return f"{text} {self.book.restricting_words[0]}"
 
     def _lacked(self, state: ConversationState, r: Reading) -> bool:
         """Whether the last search asked for a kind the shop lacks, by the names alone."""

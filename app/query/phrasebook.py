@@ -68,6 +68,8 @@ class Phrasebook:
     capacity_units: dict[str, str]
     # "only 2 person tents": room for that many and no other (app/query/capacity.py).
     room_exact_words: list[str]
+    # "over ear headphones only": names that use those words (app/query/restriction.py).
+    restricting_words: list[str]
     # "bigger" after "a tent for 2 people": room for one more (app/query/followup.py).
     roomier_words: list[str]
     # Why or for whom, not what: left out of the word match ("a gift for a runner" matched

@@ -17,6 +17,7 @@ from typing import Literal
 from app.query.capacity import Room, RoomReader
 from app.query.category import CategoryMatcher, Frequent
 from app.query.phrasebook import load_phrasebook
+from app.query.restriction import Readings, RestrictionReader
 from app.query.types import Constraint, ConstraintField, FilterField, ParsedQuery
 from app.retrieval.types import RetrievedProduct
 from app.store import SearchFilter
@@ -64,10 +65,17 @@ class FilterPlan:
     shelves_first: bool = True
     # The words name no product (whether or not a category is set): no kind to judge.
     names_nothing: bool = False
+    # "over ear headphones only": the relevant products whose names use those words (when
+    # any does: app/query/restriction.py).
+    named: Readings = ()
 
     def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
         """`products` without those that say they do not hold `room` (`RoomReader.holding`)."""
         return rooms().holding(products, self.room)
+
+    def with_names(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
+        """`products` whose names use what "only" asked for (`RestrictionReader.kept`)."""
+        return restrictions().kept(products, self.named) if self.named else list(products)
 
     def lacks_room(self, products: Sequence[RetrievedProduct]) -> bool:
         """Whether the first of `products` (the best match) says it holds fewer than `room`
@@ -248,6 +256,7 @@ def plan_filters(
         shelves=shelves,
         shelves_first=not gift,
         names_nothing=nothing,
+        named=restrictions().asked(parsed.search_text),
     )
 
 
@@ -306,3 +315,8 @@ def _largest(categories: Collection[str]) -> tuple[str, ...]:
     sizes (a plain collection), the first MAX_SHELVES by name."""
     largest = categories.most_first if isinstance(categories, Frequent) else sorted(categories)
     return tuple(sorted(largest[:MAX_SHELVES]))
+
+
+@lru_cache(maxsize=1)
+def restrictions() -> RestrictionReader:
+    return RestrictionReader(load_phrasebook())

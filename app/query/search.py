@@ -67,7 +67,8 @@ def constrained_retrieve(
     hold fewer than the room asked for (`plan.room`) are not matches; when the best match
     is one and no relevant product says it has the room (outside the price bounds either:
     then it is among the closest outside), the relevant products come with the most room
-    first, flagged `no_room`.
+    first, flagged `no_room`. With "only" ("over ear headphones only"), the relevant
+    products whose names use its words, when any does (`plan.named`).
 
     Words that name no product show the shop's shelves (`shop_shelves`); a gift for
     someone ("gift ideas for my dad") is searched by its meaning first, and shows them when
@@ -94,8 +95,11 @@ def _constrained(
     # mentions "tent-mates" scores within 10% of the tents.
     mode: RetrievalMode | None = None if retriever.scores_are_similarities else "dense"
     cut = retriever.relevance_margin if margin is None else margin
-    # Re-ordering, and products left out for the room they state, need more to choose from.
-    reorders = plan.prefer_low_price or plan.prefer_popular or plan.room is not None
+    # Re-ordering, and products left out for the room or the names they state, need more
+    # to choose from.
+    reorders = (
+        plan.prefer_low_price or plan.prefer_popular or plan.room is not None or bool(plan.named)
+    )
     wanted = top_k * CANDIDATE_FACTOR if reorders else top_k
     flt = plan.search_filter
     # "toys": every product in the category is what was asked for. By words only those
@@ -137,7 +141,8 @@ def _constrained(
         # four, headlamps; "a 4 person tent under 110" has them just above): said so, the
         # most room first.
         return SearchOutcome(plan.roomiest(relevant)[:top_k], no_room=plan.room)
-    matches = with_popularity_prior(plan.with_room(relevant), retriever.popularity_weight)
+    fitting = plan.with_names(plan.with_room(relevant))
+    matches = with_popularity_prior(fitting, retriever.popularity_weight)
     if plan.prefer_popular:
         matches = by_popularity(matches)
     if plan.prefer_low_price:
@@ -157,7 +162,7 @@ def _constrained(
     if not matches and plan.lacks_room(outside):
         roomiest = [replace(p, outside_filters=True) for p in plan.roomiest(outside)[:top_k]]
         return SearchOutcome(roomiest, nearest=True, no_room=plan.room)
-    outside = plan.with_room(outside)
+    outside = plan.with_names(plan.with_room(outside))
     closest = nudge_by_cost(outside, log_outside(flt))[: top_k - len(matches)]
     offered = [replace(p, outside_filters=True) for p in closest]
     logger.info(

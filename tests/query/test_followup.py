@@ -446,6 +446,26 @@ def test_a_new_count_of_the_unit_searched_replaces_it(last: str, query: str, sea
 @pytest.mark.parametrize(
     ("last", "query", "search"),
     [
+        ("headphones", "only wireless ones", "headphones wireless only"),
+        ("headphones", "only over-ear ones", "headphones over-ear only"),
+        # Restricted already, or its words went to a filter: as before.
+        ("headphones wireless only", "cheaper", "headphones wireless only"),
+        ("headphones", "wireless ones", "headphones wireless"),
+    ],
+)
+def test_only_in_a_follow_up_restricts_the_later_turns_too(
+    last: str, query: str, search: str
+) -> None:
+    """ "only wireless ones" after "headphones" lost its "only" as a follow-up cue: the
+    search text now ends with it, where the names are restricted from (and every later
+    turn reads it)."""
+    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    assert turn.parsed.search_text == search
+
+
+@pytest.mark.parametrize(
+    ("last", "query", "search"),
+    [
         ("a tent", "just the 2 person ones", "a tent 2 person only"),
         ("a 4-person tent", "only 2 person ones", "a 2 person tent only"),
         ("a tent for 4 people", "only for 2 people", "a tent for 2 people only"),

@@ -364,3 +364,16 @@ def test_a_room_asked_exactly_shows_no_roomier_product(search: Pipeline, query: 
     assert any("2-Person" in n for n in names) and not any("4-Person" in n for n in names), names
     _, roomier = search("a 2 person tent")
     assert any("4-Person" in p.name for p in roomier.products)  # not asked exactly: they fit
+
+
+def test_only_shows_the_products_whose_names_say_it(search: Pipeline) -> None:
+    """ "over ear headphones only" showed the open-ear swimming headphones fifth: every
+    word but "over" matched."""
+    _, outcome = search("over ear headphones only")
+    names = [p.name for p in outcome.products]
+    assert names and all("Over-Ear Headphones" in n for n in names), names
+    _, plain = search("over ear headphones")
+    assert any("Over-Ear" not in p.name for p in plain.products)  # the words alone
+    # No name says "running": nothing is restricted, the page is not emptied.
+    _, running = search("headphones for running only")
+    assert len(running.products) == len(search("headphones for running")[1].products)
