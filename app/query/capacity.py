@@ -70,6 +70,9 @@ class RoomReader:
         word = rf"\s+(?!(?:{function})(?![\w-]))[^\W\d_][\w-]*"
         self._word_after = re.compile(word, re.I)
         self._exact_after = re.compile(rf"^(?:{word})?\s+(?:{cues})(?![\w-])", re.I)
+        # The cue alone, to take it out: before the room, or after it (and its word).
+        self._cue_before = re.compile(rf"(?<![\w-])(?:{cues})\s+(?=(?:for\s+)?(?:the\s+)?$)", re.I)
+        self._cue_after = re.compile(rf"^((?:{word})?)\s+(?:{cues})(?![\w-])", re.I)
 
     def asked(self, text: str) -> Room | None:
         """The room `text` asks for; None when it names none, or two of one unit."""
@@ -95,6 +98,17 @@ class RoomReader:
         word = self._word_after.match(text[end:])
         end += word.end() if word else 0
         return f"{text[:end]} {self._book.room_exact_words[0]}{text[end:]}"
+
+    def unmarked(self, text: str, room: Room) -> str:
+        """`text`, which asks `room`, asking it no longer exactly: the cue beside it taken
+        out ("bigger" after "a tent 2 person only" asks room for at least three)."""
+        at = text.find(room.text)
+        if at < 0:
+            return text
+        end = at + len(room.text)
+        before = self._cue_before.sub("", text[:at], count=1)
+        after = self._cue_after.sub(r"\1", text[end:], count=1)
+        return f"{before}{room.text}{after}"
 
     def stated(self, name: str, texts: Sequence[str], unit: str) -> int | None:
         """The room of `unit` a product states: its `name`'s, else that of the text it

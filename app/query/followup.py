@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Collection
+from dataclasses import replace
 
 from app.core.words import plain_forms, split_words
 from app.query.brands import BrandFinder
@@ -286,7 +287,10 @@ class FollowUpReader:
         if " ".join(said) not in self._roomier_words:
             return text, words
         more = self._count_in.sub(str(room.count + 1), room.text, count=1)
-        return text.replace(room.text, more, 1), ""
+        text = text.replace(room.text, more, 1)
+        if room.exact:  # more room is at least one more, not exactly that many
+            text = self.rooms.unmarked(text, replace(room, text=more))
+        return text, ""
 
     def _apply(self, c: Compiled, r: Reading, text: str) -> None:
         if c.rule.at in _MATCHED_BY_EFFECT:

@@ -143,9 +143,21 @@ def lexical_text(text: str) -> str:
 def meaning_text(text: str) -> str:
     """`text` with a person's age said as who is that old ("for a 3-year-old": "for a
     child"). By its numbers it found the dog beds named "Quill 3" and a mixer whose spare
-    parts last "ten years"; by the word, what is made for a child."""
+    parts last "ten years"; by the word, what is made for a child. Without the words that
+    only bound others ("only", "exactly": app/query/restriction.py and capacity.py read
+    them from the search text): searched, "only cheap kettles" ranked the kettles whose
+    descriptions say "only" above the cheaper ones."""
     book = load_phrasebook()
-    return book.without_ages(text, lambda m: book.aged(m.group(1), m.group(2)))
+    aged = book.without_ages(text, lambda m: book.aged(m.group(1), m.group(2)))
+    bare = _cues().sub(" ", aged)
+    return aged if bare == aged else " ".join(bare.split())
+
+
+@lru_cache(maxsize=1)
+def _cues() -> re.Pattern[str]:
+    book = load_phrasebook()
+    words = alternation([*book.restricting_words, *book.room_exact_words])
+    return re.compile(rf"(?<![\w-])(?:{words})(?![\w-])", re.I)
 
 
 def search_query(text: str) -> Query:

@@ -74,7 +74,8 @@ class FilterPlan:
         return rooms().holding(products, self.room)
 
     def with_names(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:
-        """`products` whose names use what "only" asked for (`RestrictionReader.kept`)."""
+        """`products` (best first) whose names use what "only" asked for, when the best
+        one's does (`RestrictionReader.kept`)."""
         return restrictions().kept(products, self.named) if self.named else list(products)
 
     def lacks_room(self, products: Sequence[RetrievedProduct]) -> bool:

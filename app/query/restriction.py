@@ -8,10 +8,12 @@ comma or a function word, or, when it ends the text, before it back to the start
 or a function word. Determiners, words that never name a kind ("want", "ones") and a room
 asked for ("2 person": app/query/capacity.py judges that) are not required. A function
 word at the far end may start a compound of the names ("over ear", "in ear"): that
-reading comes first, the one without it second. Of the relevant products, those whose
-names use the first reading any of them uses are kept; when none uses any, all are:
-"only" never empties a page the words fill ("headphones for running only" where no name
-says "running").
+reading comes first, the one without it second. When the best match's name uses a
+reading (the first that it does), the relevant products whose names use it are kept;
+otherwise all are. So "only" takes away, never empties a page the words fill, and never
+brings up what the words ranked below: "headphones for running only" kept two running
+shoes, the only names saying "running" among the relevant products, until the best
+match had to say it too.
 """
 
 from __future__ import annotations
@@ -87,12 +89,11 @@ class RestrictionReader:
     def kept(
         self, products: Sequence[RetrievedProduct], readings: Readings
     ) -> list[RetrievedProduct]:
-        """`products` whose names use every word of the first reading any of them uses;
-        all of them when none does."""
+        """`products` (best first) whose names use the first reading the best one's name
+        uses; all of them when it uses none."""
         for reading in readings:
-            named = [p for p in products if _uses(p.name, reading)]
-            if named:
-                return named
+            if products and _uses(products[0].name, reading):
+                return [p for p in products if _uses(p.name, reading)]
         return list(products)
 
 

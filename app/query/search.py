@@ -68,7 +68,7 @@ def constrained_retrieve(
     is one and no relevant product says it has the room (outside the price bounds either:
     then it is among the closest outside), the relevant products come with the most room
     first, flagged `no_room`. With "only" ("over ear headphones only"), the relevant
-    products whose names use its words, when any does (`plan.named`).
+    products whose names use its words, when the best match's does (`plan.named`).
 
     Words that name no product show the shop's shelves (`shop_shelves`); a gift for
     someone ("gift ideas for my dad") is searched by its meaning first, and shows them when

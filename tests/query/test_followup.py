@@ -514,6 +514,11 @@ def test_another_sort_of_the_kind_searched_replaces_it(last: str, query: str, se
     ("last", "query", "search"),
     [
         ("a tent for 2 people", "bigger", "a tent for 3 people"),
+        # Exactly that many before: at least one more now ("bigger" asked exactly 5, and
+        # no tent states 5).
+        ("a tent 4 person only", "bigger", "a tent 5 person"),
+        ("a tent only 4 person", "bigger", "a tent 5 person"),
+        ("a tent for exactly 4 people", "any roomier ones", "a tent for 5 people"),
         ("a four-person tent", "what about a bigger tent?", "a 5-person tent"),
         ("a sofa for 3 seats", "any roomier ones", "a sofa for 4 seats"),
         # No room asked for: "bigger" is a word to search, as any refinement.

@@ -377,3 +377,17 @@ def test_only_shows_the_products_whose_names_say_it(search: Pipeline) -> None:
     # No name says "running": nothing is restricted, the page is not emptied.
     _, running = search("headphones for running only")
     assert len(running.products) == len(search("headphones for running")[1].products)
+
+
+@pytest.mark.parametrize(
+    ("query", "plain"),
+    [("only cheap kettles", "cheap kettles"), ("a tent 2 person only", "a tent 2 person")],
+)
+def test_only_and_exactly_are_read_not_searched(search: Pipeline, query: str, plain: str) -> None:
+    """Searched, "only" ranked the kettles whose descriptions say it above the cheaper ones
+    ($90.49 and $91 before $79 for "only cheap kettles")."""
+    assert search_query(query).text == plain
+    _, outcome = search(query)
+    prices = [p.price for p in outcome.products]
+    if "cheap" in query:
+        assert prices == sorted(prices), prices  # type: ignore[type-var]

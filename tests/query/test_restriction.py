@@ -60,7 +60,11 @@ SHOWN = [
         ("in ear headphones only", [1, 2, 3]),
         # No name uses the words: nothing is restricted, the page is not emptied.
         ("headphones for running only", [1, 2, 3, 4]),
+        # The best match's name does not: nothing ranked below it is brought up.
+        ("only earbuds", [1, 2, 3, 4]),
     ],
 )
-def test_the_names_that_use_the_first_reading_any_uses_are_kept(text: str, kept: list[int]) -> None:
+def test_the_names_that_use_what_the_best_matchs_name_uses_are_kept(
+    text: str, kept: list[int]
+) -> None:
     assert [p.id for p in READER.kept(SHOWN, READER.asked(text))] == kept
