@@ -63,14 +63,12 @@ class RoomReader:
         )
         # Room for that many and no other: "only 2-person", "just the 2 person ones", "only
         # for 4 people", "for exactly 4 people", "2 person tents only" (one word between at
-        # most, not a function word: "for 2 people for only $50" asks a price).
+        # most, not a function word: "for 2 people for only $50" asks a price). Each pattern
+        # matches the cue alone, so `unmarked` takes out what `asked` read.
         cues = alternation(book.room_exact_words)
         function = alternation(book.function_words)
-        self._exact_before = re.compile(rf"(?<![\w-])(?:{cues})\s+(?:for\s+)?(?:the\s+)?$", re.I)
         word = rf"\s+(?!(?:{function})(?![\w-]))[^\W\d_][\w-]*"
         self._word_after = re.compile(word, re.I)
-        self._exact_after = re.compile(rf"^(?:{word})?\s+(?:{cues})(?![\w-])", re.I)
-        # The cue alone, to take it out: before the room, or after it (and its word).
         self._cue_before = re.compile(rf"(?<![\w-])(?:{cues})\s+(?=(?:for\s+)?(?:the\s+)?$)", re.I)
         self._cue_after = re.compile(rf"^((?:{word})?)\s+(?:{cues})(?![\w-])", re.I)
 
@@ -80,8 +78,7 @@ class RoomReader:
         for m in self._asked.finditer(text):
             count, unit = self._book.count_value(m.group(1)), self._units[m.group(2).lower()]
             exact = bool(
-                self._exact_before.search(text[: m.start()])
-                or self._exact_after.match(text[m.end() :])
+                self._cue_before.search(text[: m.start()]) or self._cue_after.match(text[m.end() :])
             )
             held = found.get((count, unit))
             found[count, unit] = Room(count, unit, m.group(0), exact or bool(held and held.exact))

@@ -66,7 +66,7 @@ class FilterPlan:
     # The words name no product (whether or not a category is set): no kind to judge.
     names_nothing: bool = False
     # "over ear headphones only": the relevant products whose names use those words (when
-    # any does: app/query/restriction.py).
+    # the best match's does: app/query/restriction.py).
     named: Readings = ()
 
     def with_room(self, products: Sequence[RetrievedProduct]) -> list[RetrievedProduct]:

@@ -47,9 +47,11 @@ class RestrictionReader:
     def asked(self, text: str) -> Readings:
         """What `text` restricts the names to (see the module), longest reading first; ()
         when nothing."""
-        room = self._rooms.asked(text)
-        unsaid = set(split_words(room.text)) if room is not None else set()
+        unsaid: set[str] | None = None  # the room's words, read once a cue is found
         for cue in self._cue.finditer(text):
+            if unsaid is None:
+                room = self._rooms.asked(text)
+                unsaid = set(split_words(room.text)) if room is not None else set()
             after = text[cue.end() :]
             forward = not _END.fullmatch(after)
             if forward:

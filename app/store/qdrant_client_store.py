@@ -421,7 +421,7 @@ class QdrantClientStore(StoreCore):
         self, requests: Sequence[Request], limits: Sequence[int], chunks_per_product: int
     ) -> list[list[ProductHit]]:
         # Qdrant's group-by takes one search per request: several (the shop's shelves) go
-        # as one batch grouped here (bench/shelves.py: a third of the time on the demo).
+        # as one batch grouped here (bench/shelves.py measures both ways).
         if not self._native_groups or len(requests) != 1:
             return super()._grouped(requests, limits, chunks_per_product)
         return [self._native_grouped(requests[0], limits[0], chunks_per_product)]
