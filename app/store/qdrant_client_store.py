@@ -453,6 +453,7 @@ class QdrantClientStore(StoreCore):
                 hits.append(
                     ProductHit(product_id=int(group.id), score=chunks[0].score, chunks=chunks)
                 )
+        hits.sort(key=lambda h: (-h.score, h.product_id))  # equal scores as group_hits has them
         return hits
 
     # --- checkpoint -------------------------------------------------------------------

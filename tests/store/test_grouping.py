@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.store.base import StoredChunkHit
-from app.store.grouping import grouped_search
+from app.store.grouping import group_hits, grouped_search
 
 
 def _hit(pid: int, index: int, score: float, count: int | None) -> StoredChunkHit:
@@ -88,3 +88,20 @@ def test_searches_go_together_one_engine_call_per_round() -> None:
     assert engine.filled == [(0, 10)]
     assert [len(p.chunks) for p in pages[0]] == [3, 2, 2]
     assert [len(p.chunks) for p in pages[1]] == [3, 3]
+
+
+def test_equal_scores_come_in_product_id_order_whatever_the_engines_order() -> None:
+    # Five products share the score of the second best (a BM25 score every name with the
+    # same words gets): the page of three holds the best and the two lowest ids among the
+    # tied, in id order, however the engine ordered them (two builds of one catalog differ).
+    best = _hit(50, 0, 0.9, 1)
+    tied = [_hit(pid, 0, 0.7, 1) for pid in (41, 7, 23, 3, 12)]
+    below = _hit(1, 0, 0.5, 1)
+    pages = set()
+    for order in (tied, tied[::-1], tied[2:] + tied[:2]):
+        page = group_hits([best, *order, below], limit=3, chunks_per_product=2)
+        pages.add(tuple(p.product_id for p in page))
+    assert pages == {(50, 3, 7)}
+    # Below the limit every tied product is kept, in id order, then the lower scores.
+    page = group_hits([best, *tied, below], limit=10, chunks_per_product=2)
+    assert [p.product_id for p in page] == [50, 3, 7, 12, 23, 41, 1]
