@@ -16,7 +16,10 @@ one of the phrasebook's `not_kind()` words ("I need a stove", "what to get my da
 - it is in no category's name;
 - no product shown mentions it, as a word of its own, in its name or in the text it
   matched by (a "Trail Cooker" whose description says "stove" is one; "car-camping" is
-  camping, "dishwasher-safe" parts are no dishwasher).
+  camping, "dishwasher-safe" parts are no dishwasher; "the sofa" a cat tree saves from
+  claws is a thing it is used with, not what it is).
+A kind joined to the head by "and" or "or" is judged the same way ("a kettle and a
+toaster": "toaster").
 The answer names the head with the word before it when that word names which ("camping
 stove", "coffee maker": 'nothing called "maker"' read oddly), not when it only qualifies
 (a colour, material, size or quality: "a quiet blender" names "blender").
@@ -135,6 +138,7 @@ class KindReader:
     def __init__(self, book: Phrasebook) -> None:
         self._stop = set(book.function_words)
         self._determiners = set(book.determiners)
+        self._referring = frozenset(book.referring_determiners)
         self._skip = {*book.not_kind(), *book.determiners, *book.category_kind_words}
         self._seeking = {"", *book.kind_openers}
         # "taller", "lighter": a comparison, never the thing asked for.
@@ -232,7 +236,7 @@ class KindReader:
         if named is None:
             return None
         before, head, then = named
-        if lacks(head, speller, categories) and not _mentioned(head, shown):
+        if lacks(head, speller, categories) and not _mentioned(head, shown, self._referring):
             # With the word that names it ("coffee maker", not "maker"), unless that word
             # only qualifies it ("quiet blender": a blender that is not quiet is no more).
             return f"{before} {head}" if self.names_which(before) else head
@@ -245,18 +249,31 @@ class KindReader:
             and (self.names_which(before) or before in self._attributes)  # "a purple kettle"
             and not before.endswith("ing")
             and lacks(before, speller, categories)
-            and not _mentioned(before, shown)
+            and not _mentioned(before, shown, self._referring)
         ):
             return f"{before} {head}"
+        if then in _JOINS:
+            # "a kettle and a toaster": the kind after the join is asked for too.
+            joined = re.search(rf"\b{re.escape(head)}\s+{then}\s+(.+)", text, re.I | re.S)
+            if joined:
+                return self.not_carried(joined.group(1), speller, shown, categories)
         return None
 
 
-def _mentioned(word: str, shown: Sequence[RetrievedProduct]) -> bool:
+def _mentioned(word: str, shown: Sequence[RetrievedProduct], referring: Collection[str]) -> bool:
     """Whether a product shown uses `word` (any plain form) in its name or matched text, as
     a word of its own or the last of a hyphenated one, its head: "car-camping" is camping,
-    "dishwasher-safe parts" are no dishwasher."""
+    "dishwasher-safe parts" are no dishwasher. In the text, not after a `referring` word
+    written in lower case: "the sofa" inside a sentence is what the product is used with
+    (a cat tree's "save the sofa from claws"), "The stove" opening one is the product."""
     forms = set(plain_forms(word))
-    texts = (t for p in shown for t in (p.name, *p.matched_content))
-    return any(
-        forms & {w.rsplit("-", 1)[-1] for w in _WHOLE_WORD.findall(t.lower())} for t in texts
-    )
+    for p in shown:
+        if forms & {w.rsplit("-", 1)[-1] for w in _WHOLE_WORD.findall(p.name.lower())}:
+            return True
+        for text in p.matched_content:
+            previous = ""
+            for w in _WHOLE_WORD.findall(text):
+                if w.rsplit("-", 1)[-1].lower() in forms and previous not in referring:
+                    return True
+                previous = w
+    return False

@@ -38,7 +38,9 @@ class SearchOutcome:
     `no_close_match`: even the best scored below the retriever's `close_match_score`: the
     catalog has nothing close to the request, and these are the nearest it has.
     `not_carried`: the kind of product asked for, when no product is called that
-    (app/query/kind.py): these are the closest the shop has. `no_room`: the room asked
+    (app/query/kind.py): these are the closest the shop has, unless the query also named
+    a kind it carries (`carried_besides`: "a kettle and a toaster"), whose matches they
+    are. `no_room`: the room asked
     for, when nothing has it ("a tent for 8 people"): these have the most. `shelves`: the
     words named no product (or a gift for someone, and nothing was close): these are a few
     of each category (`shop_shelves`)."""
@@ -48,6 +50,7 @@ class SearchOutcome:
     closest_outside: list[RetrievedProduct] = field(default_factory=list)
     no_close_match: bool = False
     not_carried: str | None = None
+    carried_besides: bool = False
     no_room: Room | None = None
     shelves: bool = False
 

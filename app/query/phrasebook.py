@@ -44,6 +44,9 @@ class Phrasebook:
     category_kind_words: list[str]
     category_blocking_words_before: list[str]
     determiners: list[str]
+    # "the sofa", "your stove" inside a product's text: a thing it is used with, not what
+    # it is ("save the sofa from claws"; app/query/kind.py).
+    referring_determiners: list[str]
     function_words: list[str]
     # Never the kind of product asked for ("need", "something"; with `names_someone` and
     # `gift_words`, "dad", "gift": `not_kind`): app/query/kind.py.

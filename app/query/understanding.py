@@ -31,6 +31,8 @@ class QueryUnderstanding:
     offline: the rule parser; always runs, and is the answer unless `llm` gives a valid one.
     llm: the optional model parse (QUERY_PARSER=llm).
     currency_symbol: the catalog's, for the labels of the filters applied.
+    catalog_currency: the catalog's currency code; a price said in another is compared as
+        it is (no rates here), and the answer says so (`foreign_prices`).
     brands: the catalog's brands, for a negation that names one ("not Samsung").
     words: the catalog's words, to mend misspellings (None: QUERY_SPELLING=false). No
         request waits for them: `build_query_understanding` reads them first.
@@ -44,11 +46,13 @@ class QueryUnderstanding:
         currency_symbol: str = "$",
         brands: CategoryVocabulary | None = None,
         words: CatalogWords | None = None,
+        catalog_currency: str = "USD",
     ) -> None:
         self.vocabulary = vocabulary
         self.offline = offline
         self.llm = llm
         self.currency_symbol = currency_symbol
+        self.catalog_currency = catalog_currency
         self.brands = brands
         self.words = words
         self.followups = FollowUpReader(offline.book)
@@ -90,6 +94,15 @@ class QueryUnderstanding:
         on the catalog's words and the products `shown` (app/query/kind.py)."""
         speller = self._speller()
         return self.kinds.not_carried(text, speller, shown, self.vocabulary.peek() or ())
+
+    def foreign_prices(self, parsed: ParsedQuery) -> tuple[str, ...]:
+        """The shopper's words of each price said in a currency not the catalog's ("under
+        150 euros"): read in the catalog's currency, which the answer says."""
+        return tuple(
+            c.text
+            for c in parsed.constraints
+            if c.currency is not None and c.currency != self.catalog_currency
+        )
 
     def kind_of(self, name: str) -> str | None:
         """The kind of product `name` names, by the catalog's words (app/query/kind.py)."""
@@ -148,4 +161,5 @@ def build_query_understanding(
         symbol,
         BrandVocabulary(store, settings.category_refresh_seconds),
         words,
+        settings.catalog_currency,
     )

@@ -94,3 +94,24 @@ def test_running_shoes_under_a_budget_shows_only_shoes_and_offers_the_closest_ab
     assert body["message"].startswith(f"Only 1 product matches your request at ≤ ${budget};")
     # The extractive answer names the closest ones as outside the price range.
     assert f"[id:{closest[0]['id']}]" in body["message"].split("Closest outside")[1]
+
+
+def test_a_price_in_another_currency_is_read_as_the_shops_and_the_answer_says_so(
+    client: httpx.Client,
+) -> None:
+    # The shop has no exchange rates: "under 150 euros" filtered at $150, unsaid.
+    r = client.post("/recommend", json={"query": "headphones under 150 euros", "top_k": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert [(f["field"], f["label"]) for f in body["filters_applied"]] == [("max_price", "≤ $150")]
+    notice = '"under 150 euros" is read as ≤ $150, the shop\'s currency (not converted). '
+    assert body["message"].startswith(notice), body["message"]
+    # Said in the shop's own currency, or with none, nothing is said of it.
+    for query in ("headphones under $150", "headphones under 150 dollars"):
+        said = client.post("/recommend", json={"query": query, "top_k": 3}).json()
+        assert "not converted" not in said["message"], query
+    # A follow-up carries the bound; the notice is said once, where the price was.
+    again = client.post(
+        "/recommend", json={"query": "wireless ones", "conversation": body["conversation"]}
+    ).json()
+    assert "not converted" not in again["message"]

@@ -162,3 +162,23 @@ def test_more_of_an_answer_with_nothing_close_is_nothing(demo_client: httpx.Clie
     assert r.status_code == 200, r.text
     assert r.json()["products"] == []
     assert r.json()["message"].startswith("Nothing else matches your request")
+
+
+def test_a_thing_products_are_used_with_is_not_what_they_are(demo_client: httpx.Client) -> None:
+    """The demo sells no sofa; a cat tree's text says its posts "save the sofa from claws"
+    and a throw is "big enough for two on the sofa". That counted as a sofa: "a sofa" got a
+    cat tree as the top pick, with no word said."""
+    answer = _judged(demo_client, "a sofa")
+    assert answer["not_carried"] == "sofa"
+    assert answer["message"].startswith(LACKS.format("sofa") + " Closest: "), answer["message"]
+
+
+def test_a_kind_the_shop_lacks_beside_one_it_carries_is_named(demo_client: httpx.Client) -> None:
+    """ "a kettle and a toaster" showed kettles and said nothing of toasters. The kettles
+    match the kettle asked for: they are offered as matches, the toaster named as lacked."""
+    answer = _judged(demo_client, "a kettle and a toaster")
+    assert answer["not_carried"] == "toaster"
+    notice = 'The shop has nothing called "toaster". '
+    assert answer["message"].startswith(notice + "Top pick: "), answer["message"]
+    assert "Kettle" in answer["products"][0]["name"]
+    assert _ask(demo_client, "a kettle and a headlamp")["not_carried"] is None

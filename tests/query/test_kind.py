@@ -117,6 +117,34 @@ def test_a_product_shown_that_mentions_the_kind_is_one() -> None:
     assert READER.not_carried("a camping stove", SPELLER, [TENT, camp]) is None
 
 
+def test_a_thing_the_text_says_a_product_is_used_with_is_no_mention() -> None:
+    # The demo's cat trees "save the sofa from claws": "a sofa" offered one as the top pick.
+    tree = RetrievedProduct(
+        5, "Sisal Cat Tree", "pet", None, 58.0, 0.5, ["Sisal posts save the sofa from claws."]
+    )
+    assert READER.not_carried("a sofa", SPELLER, [tree]) == "sofa"
+    throw = RetrievedProduct(6, "Merino Throw", "home", None, 90.0, 0.5, ["Warm on your sofa."])
+    assert READER.not_carried("a sofa", SPELLER, [tree, throw]) == "sofa"
+    # A sentence that opens with it speaks of the product itself.
+    bed = RetrievedProduct(7, "Daybed", "home", None, 300.0, 0.5, ["The sofa folds flat."])
+    assert READER.not_carried("a sofa", SPELLER, [tree, bed]) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "lacked"),
+    [
+        ("a kettle and a stove", "stove"),
+        ("a stove and a kettle", "stove"),
+        ("a headlamp or a camping stove", "camping stove"),
+        ("a kettle and a tent", None),
+        ("tents and headlamps", None),
+    ],
+)
+def test_every_kind_joined_by_and_or_or_is_judged(query: str, lacked: str | None) -> None:
+    # The demo's "a kettle and a toaster" showed kettles and said nothing of toasters.
+    assert READER.not_carried(query, SPELLER, [TENT]) == lacked
+
+
 def test_a_sort_of_a_carried_kind_no_product_is_called_is_named() -> None:
     # Kettles are carried; no product says "purple" or "sony".
     kettle = RetrievedProduct(3, NAMES[3], "kitchen", "Ironleaf", 43.0, 0.8, ["Quick."])

@@ -11,6 +11,7 @@ text/event-stream, and answers JSON otherwise.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated
 
@@ -68,6 +69,8 @@ class _Searched:
     about_shown: bool = False
     # "Show me more": the products shown before were kept out.
     more: bool = False
+    # Prices said in another currency than the catalog's ("under 150 euros").
+    foreign_prices: tuple[str, ...] = ()
 
     @property
     def notice(self) -> str:
@@ -79,7 +82,9 @@ class _Searched:
                 "Nothing else matches your request within its price range; "
                 "these are the nearest matches outside it. "
             )
-        return constraint_notice(self.plan, self.outcome)
+        return currency_notice(self.plan, self.foreign_prices) + constraint_notice(
+            self.plan, self.outcome
+        )
 
     def question(self, query: str) -> Question:
         """What the written answer answers: a follow-up's own words ("cheaper") alone would
@@ -93,7 +98,12 @@ class _Searched:
             notes.append(f"a follow-up; what is searched for now: {self.parsed.search_text}")
         if self.more:
             notes.append("more of the same: none of the products listed was shown before")
-        if self.outcome.not_carried:
+        if self.outcome.not_carried and self.outcome.carried_besides:
+            notes.append(
+                f'the shop has nothing called "{self.outcome.not_carried}": say so; '
+                "the products listed are for the rest of the request"
+            )
+        elif self.outcome.not_carried:
             notes.append(
                 f'the shop has nothing called "{self.outcome.not_carried}": say so; '
                 "the products listed are the closest it has"
@@ -115,7 +125,7 @@ class _Searched:
             )
         far = (
             self.outcome.no_close_match
-            or self.outcome.not_carried is not None
+            or (self.outcome.not_carried is not None and not self.outcome.carried_besides)
             or self.outcome.no_room is not None
         )
         return Question(query, tuple(notes), "nearest" if far else "matches")
@@ -190,7 +200,10 @@ async def _search(
     if not turn.about and turn.like is None and names_a_kind(plan, outcome):
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
         if missing is not None:
-            outcome = replace(outcome, not_carried=missing)
+            # "a kettle and a toaster": the kettles answer what the shop does carry.
+            head = understanding.kinds.head(turn.parsed.search_text)
+            besides = head is not None and head not in missing.split()
+            outcome = replace(outcome, not_carried=missing, carried_besides=besides)
     conversation = conversations.issue(next_state(turn, plan, outcome, state))
     rid = events.impression(
         query=body.query,
@@ -211,6 +224,17 @@ async def _search(
         retriever.version,
         bool(turn.about),
         bool(turn.excluded),
+        understanding.foreign_prices(turn.parsed),
+    )
+
+
+def currency_notice(plan: FilterPlan, said: Sequence[str]) -> str:
+    """What the answer says of a price said in another currency: it was read as the
+    catalog's, unconverted ("tent under 150 euros" showed $144.99 tents, unsaid)."""
+    return "".join(
+        f'"{f.text}" is read as {f.label}, the shop\'s currency (not converted). '
+        for f in plan.applied
+        if f.source == "query" and f.text in said
     )
 
 
@@ -218,8 +242,9 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     """What the answer says first when products outside the price bounds are shown, or when
     nothing in the catalog matches closely or is called what was asked for."""
     far = ""
-    if outcome.not_carried and not outcome.products:
-        far = f'The shop has nothing called "{outcome.not_carried}". '  # "a kids bike"
+    if outcome.not_carried and (outcome.carried_besides or not outcome.products):
+        # "a kids bike"; "a kettle and a toaster" (the kettles match the rest)
+        far = f'The shop has nothing called "{outcome.not_carried}". '
     elif outcome.not_carried:
         far = f'The shop has nothing called "{outcome.not_carried}"; '
         far += "these are the closest products. "
@@ -240,7 +265,8 @@ def constraint_notice(plan: FilterPlan, outcome: SearchOutcome) -> str:
     if not outcome.closest_outside:
         return far
     n = len(outcome.products)
-    if far:  # "Only 3 products match", after "nothing closely matches", read as a contradiction
+    if far and not outcome.carried_besides:
+        # "Only 3 products match", after "nothing closely matches", read as a contradiction
         fit = "1 of them is" if n == 1 else f"{n} of them are"
         fit = f"Only {fit} at {bounds}"
     else:
