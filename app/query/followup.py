@@ -11,9 +11,10 @@ question would silently hide the right products). "Show me more" is the last sea
 again, past the products shown. Otherwise what is left is added to the last search text,
 except where it restates part of it: a count of a unit it already counts replaces that
 count ("for two players" after "a board game for four players"), another sort of its kind
-the word before the kind ("a hand mixer" after "a stand mixer"), and "bigger" after room
-asked for asks room for one more. What is carried keeps its place below this turn's words
-and the request's filters (app/query/plan.py).
+the word before the kind ("a hand mixer" after "a stand mixer"), a colour, material,
+season or size the one searched ("what about summer?" after "a sleeping bag for winter"),
+and "bigger" after room asked for asks room for one more. What is carried keeps its
+place below this turn's words and the request's filters (app/query/plan.py).
 docs/decisions/conversation-state.md says why each rule is what it is. The turn and its
 state are app/query/turn.py's; retrieval is the caller's (app/query/search.py
 `search_turn`).
@@ -76,6 +77,7 @@ class FollowUpReader:
         self.rooms = RoomReader(book)
         self.restrictions = RestrictionReader(book)
         self._roomier_words = {w.lower() for w in book.roomier_words}
+        self._alternatives = {w: group for group in book.alternatives for w in group}
         # Words that ask nothing of a product: "is" is all "which one is cheapest?" leaves.
         self._empty = {w.lower() for w in (*book.function_words, *book.not_kind_words)}
         self._count_in = re.compile(rf"(?<![\w.]){n}(?![\w.])", re.I)
@@ -146,6 +148,7 @@ class FollowUpReader:
         text, words = self._sort_of_it(text, words, state, r)
         text, words = self._renamed(text, words)
         text, words = self._roomier(text, words)
+        text, words = self._swapped(text, words)
         if words and words.lower() not in text.lower():
             # Past MAX_SEARCH_TEXT the text stops growing (it travels in the token).
             text = f"{text} {words}"[:MAX_SEARCH_TEXT].strip()
@@ -292,6 +295,41 @@ class FollowUpReader:
             text = self.rooms.unmarked(text, replace(room, text=more))
         return text, ""
 
+    def _swapped(self, text: str, words: str) -> tuple[str, str]:
+        """`text` with each of its words that one of `words` is an alternative to (the
+        phrasebook's `alternatives`: "winter" and "summer") replaced by it, and what is left
+        of `words` to add. Added, "sleeping bag for winter camping summer" kept the winter
+        bags on top, and "a red kettle black" named 'nothing called "kettle black"'."""
+        rest = words.split()
+        swapped = False
+        for word in split_words(words):
+            for other in self._alternatives.get(word, ()):
+                at = _whole(other).search(text)
+                if other != word and at is not None:
+                    text = text[: at.start()] + word + text[at.end() :]
+                    rest = self._without(rest, word)
+                    swapped = True
+                    break
+        if not swapped:
+            return text, words
+        # What the words came with alone says nothing more ("any ones?").
+        if all(self._filler(w) for w in rest):
+            return text, ""
+        return text, " ".join(rest)
+
+    def _without(self, said: list[str], word: str) -> list[str]:
+        """`said` without `word` and the fillers right before it (the "in" of "in black")."""
+        at = next((i for i, w in enumerate(said) if w.lower().strip(",.!?") == word), None)
+        if at is None:
+            return said
+        start = at
+        while start > 0 and self._filler(said[start - 1]):
+            start -= 1
+        return said[:start] + said[at + 1 :]
+
+    def _filler(self, word: str) -> bool:
+        return word.lower().strip(",.!?") in self._restated_fillers
+
     def _apply(self, c: Compiled, r: Reading, text: str) -> None:
         if c.rule.at in _MATCHED_BY_EFFECT:
             EFFECTS[c.rule.effect](self, r, c, None)
@@ -302,3 +340,8 @@ class FollowUpReader:
 
 
 __all__ = ["FollowUpError", "FollowUpReader"]
+
+
+def _whole(word: str) -> re.Pattern[str]:
+    """`word` as a whole word (not inside "red-brown" or "blackout"), any case."""
+    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.I)

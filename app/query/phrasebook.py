@@ -106,6 +106,10 @@ class Phrasebook:
     attribute_endings: list[str]
     # Colours, materials, sizes: alone, a refinement ("black" after dog beds).
     attribute_words: list[str]
+    # Words of which a product is one at a time (its colour, material, season, size): in a
+    # follow-up, one replaces another the search has ("what about black?" after "a red
+    # kettle" searched "a red kettle black"; app/query/followup.py).
+    alternatives: list[list[str]]
     # "The first aid kit" names a product, not the first one shown (the catalog's names
     # using the pair count too: app/query/followup_effects.py).
     ordinal_compounds: list[str]

@@ -513,6 +513,36 @@ def test_another_sort_of_the_kind_searched_replaces_it(last: str, query: str, se
 @pytest.mark.parametrize(
     ("last", "query", "search"),
     [
+        (
+            "sleeping bag for winter camping",
+            "what about summer?",
+            "sleeping bag for summer camping",
+        ),
+        ("a red kettle", "what about black?", "a black kettle"),
+        ("a red kettle", "any in black?", "a black kettle"),
+        ("a red kettle", "black ones", "a black kettle"),
+        ("a red kettle", "any in black with a lid?", "a black kettle with a lid"),
+        ("a cork yoga mat", "what about rubber?", "a rubber yoga mat"),
+        ("a small dog bed", "how about large", "a large dog bed"),
+        ("a compact stand mixer for bread", "a mini one", "a mini stand mixer for bread"),
+        # Not an alternative to anything searched: added, as any refinement.
+        ("a kettle", "what about black?", "a kettle black"),
+        ("a black-red kettle", "what about white?", "a black-red kettle white"),
+    ],
+)
+def test_a_colour_material_season_or_size_replaces_the_one_searched(
+    last: str, query: str, search: str
+) -> None:
+    """Added, "what about summer?" after "sleeping bag for winter camping" searched for
+    both, and the winter bags stayed on top; "a red kettle black" named 'nothing called
+    "kettle black"'."""
+    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    assert turn.follow_up and turn.parsed.search_text == search
+
+
+@pytest.mark.parametrize(
+    ("last", "query", "search"),
+    [
         ("a tent for 2 people", "bigger", "a tent for 3 people"),
         # Exactly that many before: at least one more now ("bigger" asked exactly 5, and
         # no tent states 5).
