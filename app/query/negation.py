@@ -2,7 +2,8 @@
 backpacking one", "not Keylight Audio headphones".
 
 After a negation (the phrasebook's `negations`), the words up to a comma, a function word
-("for", "under", "and") or a price phrase are not wanted: a product whose name uses them
+("for", "under", "and"; unless the names pair it with the next: "not over ear") or a price
+phrase are not wanted: a product whose name uses them
 is not shown (`exclude_words`, a filter inside the vector search: app/store), and they
 are not searched for, where they would attract exactly what the shopper ruled out. When
 those words start with one of the catalog's brands, the brand is excluded instead and the
@@ -47,6 +48,7 @@ class NegationReader:
         self._determiners = set(book.determiners)
         self._trailing = set(book.followup_trailing)
         self._degrees = set(book.negation_degrees)
+        self._units = set(book.capacity_units)
         self._keys: tuple[Collection[str], dict[str, str]] | None = None
 
     def find(
@@ -71,7 +73,7 @@ class NegationReader:
         for cue in self._cue.finditer(query):
             if overlaps([*taken, *spans], cue.start(), cue.end()):
                 continue
-            clause = self._clause(query, cue, taken)
+            clause = self._clause(query, cue, taken, counts)
             if clause is None:
                 continue
             words = [w.group(0) for w in clause.words]
@@ -101,30 +103,58 @@ class NegationReader:
             self._keys = (brands, {" ".join(split_words(b)): b for b in brands})
         return self._keys[1]
 
-    def _clause(self, query: str, cue: re.Match[str], taken: Sequence[Span]) -> _Clause | None:
+    def _clause(
+        self,
+        query: str,
+        cue: re.Match[str],
+        taken: Sequence[Span],
+        counts: Mapping[str, int] | None = None,
+    ) -> _Clause | None:
         """The words the negation rules out, if they are a short run of words that starts
         with a letter and no degree ("no. 30 wheel", "no 2 pencils" and "not too loud" rule
-        nothing out)."""
+        nothing out), or with a room ("not the 4 person ones"). A function word may open
+        it where the catalog's names use it with the next word ("not over ear": "over
+        ear", as in "Over-Ear Headphones"; it had ruled nothing out)."""
         words: list[re.Match[str]] = []
         last = cue.end()
-        for token in _TOKEN.finditer(query, cue.end()):
+        tokens = list(_TOKEN.finditer(query, cue.end()))
+        for at, token in enumerate(tokens):
             low = token.group(0).lower()
             if CLAUSE_BREAK.search(query[last : token.start()]) or overlaps(taken, *token.span()):
                 break
             if not words and low in self._determiners:
                 last = token.end()
                 continue
-            if low in self._stop or len(words) > MAX_WORDS:
+            if low in self._stop and not (not words and self._compound(tokens, at, counts)):
+                break
+            if len(words) > MAX_WORDS:
                 break
             words.append(token)
             last = token.end()
         while words and words[-1].group(0).lower() in self._trailing:
             words.pop()  # "not a backpacking one": "one" goes with the clause, unsearched
-        if not words or len(words) > MAX_WORDS or not words[0].group(0)[0].isalpha():
+        if not words or len(words) > MAX_WORDS:
+            return None
+        if not words[0].group(0)[0].isalpha() and not self._room(words):
             return None
         if words[0].group(0).lower() in self._degrees:
             return None  # "not too loud" names no product part: searched as typed
         return _Clause(words, last)
+
+    def _compound(
+        self, tokens: list[re.Match[str]], at: int, counts: Mapping[str, int] | None
+    ) -> bool:
+        """Whether the function word at `at` and the word after it are a pair the catalog's
+        names use ("over ear", "in ear"); without the names' words, never."""
+        if counts is None or at + 1 >= len(tokens):
+            return False
+        pair = f"{tokens[at].group(0).lower()} {tokens[at + 1].group(0).lower()}"
+        return counts.get(pair, 0) >= MIN_COUNT
+
+    def _room(self, words: list[re.Match[str]]) -> bool:
+        """Whether `words` open with a count of a unit of room ("4 person", "2-person")."""
+        parts = split_words(" ".join(w.group(0) for w in words[:2]))
+        return len(parts) >= 2 and parts[0].isdigit() and parts[1] in self._units
 
     def _named_by_absence(self, words: list[str], counts: Mapping[str, int]) -> bool:
         """Whether the catalog's names use these words after "no"/"without" or before

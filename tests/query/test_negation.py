@@ -85,6 +85,33 @@ def test_a_negation_rules_its_words_out(
     assert parse(query) == (search, constraints)
 
 
+@pytest.mark.parametrize(
+    ("query", "search", "constraints"),
+    [
+        # "over" is a function word, but the names use "over ear": the negation had ruled
+        # nothing out and the over-ear headphones stayed on top.
+        ("headphones not over ear", "headphones", [("exclude_words", "over ear")]),
+        ("headphones, no in ear ones", "headphones", [("exclude_words", "in ear")]),
+        # A room: "not the 4 person ones" after tents showed the 4-person tents first.
+        ("a tent, not the 4 person ones", "a tent", [("exclude_words", "4 person")]),
+        ("tent not 2-person", "tent", [("exclude_words", "2-person")]),
+        # A function word the names do not pair with the next, a price, a bare count.
+        ("headphones not for kids", "headphones not for kids", []),
+        ("headphones not over $100", "headphones", [("max_price", 100.0)]),
+        ("no 2 pencils", "no 2 pencils", []),
+    ],
+)
+def test_a_pair_the_names_use_or_a_room_can_be_ruled_out(
+    query: str, search: str, constraints: list[tuple[str, object]]
+) -> None:
+    names = [
+        *(f"{b} Over-Ear Headphones" for b in ("Keylight", "Brumm", "Tidewave")),
+        *(f"{b} In-Ear Earbuds" for b in ("Keylight", "Brumm", "Tidewave")),
+        *(f"{b} {n}-Person Tent" for b in ("Pinecrest", "Cairn") for n in (2, 4)),
+    ]
+    assert parse(query, Speller(catalog_word_counts(names))) == (search, constraints)
+
+
 def test_a_bare_no_needs_the_catalogs_words_other_negations_do_not() -> None:
     # Without the names nothing tells "no window" from "no dig edging": a bare "no" waits.
     assert parse("stove no window", speller=None) == ("stove no window", [])
