@@ -168,18 +168,29 @@ def _about(
 ) -> Recommendation:
     """Each product asked about (at most MAX_ALTERNATIVES + 1) with its sentence that shares
     the most words with the question, or else its text nearest to the question (its first
-    matched chunk: app.retrieval's `about` orders them so)."""
+    matched chunk: app.retrieval's `about` orders them so), said to be so: "is it
+    waterproof?" of an e-reader whose text never says it was answered with its screen, as
+    if that were a yes."""
     allowed = [p.id for p in products]
     shown = products[: MAX_ALTERNATIVES + 1]
     # "is the second one waterproof?" asks about "waterproof"; "compare them" about all.
-    specific = " ".join(sorted(_words(asked) - _ABOUT_WORDS))
+    specific = [w for w in dict.fromkeys(_WORD.findall(asked.lower())) if _asks_about(w)]
     parts = []
     for p in shown:
-        said = _best_sentence(specific, p.matched_content, allowed, min_overlap=1)
-        said = said or _excerpt(p.matched_content[:1], allowed) or "no description."
+        said = _best_sentence(" ".join(specific), p.matched_content, allowed, min_overlap=1)
+        if said is None:
+            text = _excerpt(p.matched_content[:1], allowed)
+            said = text or "no description."
+            if text and specific:
+                said = f'its description does not mention "{" ".join(specific)}". It says: {text}'
         parts.append(f"{_label(p)}: {said}")
     cited = [p.id for p in shown]
     return Recommendation(" ".join(parts), "extractive", reason is not None, cited, reason)
+
+
+def _asks_about(word: str) -> bool:
+    """Whether a word of a question about products names what is asked of them."""
+    return word not in _STOPWORDS and word not in _ABOUT_WORDS
 
 
 def _label(product: RetrievedProduct) -> str:

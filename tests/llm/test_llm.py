@@ -174,9 +174,14 @@ def test_a_question_about_products_shown_is_answered_from_each() -> None:
     result = extractive_recommendation(about, [HEADPHONES, EARBUDS])
     assert result.message == (
         "AquaBeat Pro (SoundCo, $79.99) [id:12]: Waterproof to IP68, so you can swim laps with "
-        "them. Budget Buds ($19.50) [id:7]: Cheap wired earbuds."
+        'them. Budget Buds ($19.50) [id:7]: its description does not mention "waterproof". '
+        "It says: Cheap wired earbuds."
     )
     assert result.cited_ids == [12, 7]
+    # Quoted alone, the nearest text read as an answer: "is it waterproof?" of an e-reader
+    # got its screen. A product with no text says so.
+    bare = extractive_recommendation(Question("is it waterproof?", (), "about"), PRODUCTS[2:])
+    assert bare.message == "Splash Speaker (Wavely) [id:3]: no description."
     # Asking about nothing in particular ("compare them") quotes what each says.
     compared = extractive_recommendation(Question("compare the first two", (), "about"), PRODUCTS)
     assert compared.message == (
