@@ -132,6 +132,8 @@ class Named(NamedTuple):
     before: str
     head: str
     then: str
+    # Every word read up to the head, the head last ("black", "running", "shoes").
+    words: tuple[str, ...] = ()
 
 
 class KindReader:
@@ -202,7 +204,7 @@ class KindReader:
             return None
         if any(m.group(1).lower() == words[-1] for m in _VERB_OBJECT.finditer(text)):
             return None  # a verb: "I will take it"
-        return Named(before, words[-1], then)
+        return Named(before, words[-1], then, tuple(words))
 
     def names_which(self, word: str) -> bool:
         """Whether `word`, right before a head, names which of it (not a determiner, a
@@ -235,7 +237,7 @@ class KindReader:
         named = self.named(text)
         if named is None:
             return None
-        before, head, then = named
+        before, head, then, words = named
         if lacks(head, speller, categories) and not _mentioned(head, shown, self._referring):
             # With the word that names it ("coffee maker", not "maker"), unless that word
             # only qualifies it ("quiet blender": a blender that is not quiet is no more).
@@ -252,6 +254,16 @@ class KindReader:
             and not _mentioned(before, shown, self._referring)
         ):
             return f"{before} {head}"
+        # A colour or material further before it: "black running shoes" where no name
+        # says black ("I only want black running shoes" offered every pair, unsaid).
+        for at, word in enumerate(words[:-2]):
+            if (
+                then not in _JOINS
+                and word in self._attributes
+                and lacks(word, speller, categories)
+                and not _mentioned(word, shown, self._referring)
+            ):
+                return " ".join(words[at:])
         if then in _JOINS:
             # "a kettle and a toaster": the kind after the join is asked for too.
             joined = re.search(rf"\b{re.escape(head)}\s+{then}\s+(.+)", text, re.I | re.S)

@@ -152,6 +152,12 @@ def test_a_sort_of_a_carried_kind_no_product_is_called_is_named() -> None:
     assert READER.not_carried("a purple kettle", speller, [kettle]) == "purple kettle"
     assert READER.not_carried("sony headphones", speller, [kettle]) == "sony headphones"
     assert READER.not_carried("a purple kettle for tea", speller, [kettle]) == "purple kettle"
+    # A colour or material further from the kind: every pair of running shoes was offered
+    # for "I only want black running shoes", and nothing said no name says black.
+    shoes = Speller(catalog_word_counts([*NAMES, "Trail Running Shoes"]), DICTIONARY | {"black"})
+    for query in ("I only want black running shoes", "black trail running shoes"):
+        assert READER.not_carried(query, shoes, []) == query.removeprefix("I only want ")
+    assert READER.not_carried("stainless steel electric kettle", speller, [kettle]) is None
 
 
 @pytest.mark.parametrize(
