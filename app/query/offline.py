@@ -14,7 +14,11 @@ from app.query.types import Constraint, ParsedQuery
 
 # Left dangling at the edges once a budget phrase is cut out ("headphones with", "for").
 _EDGE_JUNK = re.compile(r"^(?:[\s,;:.!?-]|(?:and|or|but|with|for|at|of|in)\b)+", re.I)
-_EDGE_JUNK_END = re.compile(r"(?:[\s,;:-]|\b(?:and|or|but|with|for|at|of|in|a|an)\b)+$", re.I)
+# "yoga mat that is not purple" searched "yoga mat that is" once the negation was cut.
+_EDGE_JUNK_END = re.compile(
+    r"(?:[\s,;:-]|\b(?:and|or|but|with|for|at|of|in|a|an|(?:that|which)\s+(?:is|are))\b)+$",
+    re.I,
+)
 
 
 class OfflineQueryParser:

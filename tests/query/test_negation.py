@@ -53,6 +53,9 @@ def parse(query: str, speller: Speller | None = SPELLER) -> tuple[str, list[tupl
         ("black electric stove no window", "black electric stove", [("exclude_words", "window")]),
         ("4x4 lumber not treated", "4x4 lumber", [("exclude_words", "treated")]),
         ("a kettle, no plastic, for tea", "a kettle, for tea", [("exclude_words", "plastic")]),
+        # What led to the negation goes with it ("yoga mat that is" was searched).
+        ("yoga mat that is not purple", "yoga mat", [("exclude_words", "purple")]),
+        ("a kettle which is not plastic", "a kettle", [("exclude_words", "plastic")]),
         # A brand of the catalog, in its own spelling: the brand goes, the rest is searched.
         ("not Keylight Audio headphones", "headphones", [("exclude_brand", "Keylight Audio")]),
         ("knives, but not Marrow & Salt", "knives", [("exclude_brand", "Marrow & Salt")]),
