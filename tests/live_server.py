@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
 import uvicorn
@@ -47,11 +48,20 @@ class ServerThread:
         self.thread.join(30)
 
 
-def wait_ready(url: str, seconds: float) -> None:
-    """Until /ready says the first sync is done (the catalog is searchable)."""
+class _Gets(Protocol):
+    def get(self, url: str, /) -> Any: ...
+
+
+def wait_ready(service: str | _Gets, seconds: float = 120) -> None:
+    """Until /ready says the first sync is done (the catalog is searchable): a service's URL
+    or a client of it (a TestClient is one)."""
+    if isinstance(service, str):
+        with httpx.Client(base_url=service) as client:
+            wait_ready(client, seconds)
+        return
     deadline = time.monotonic() + seconds
-    while httpx.get(url + "/ready").status_code != 200:
-        assert time.monotonic() < deadline, httpx.get(url + "/sync/status").text
+    while service.get("/ready").status_code != 200:
+        assert time.monotonic() < deadline, service.get("/sync/status").text
         time.sleep(0.2)
 
 

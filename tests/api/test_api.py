@@ -23,7 +23,7 @@ from app.core.catalog import COLUMN_NAMES
 from app.core.config import ROOT, Settings
 from spark_jobs.create_table import create_table
 from spark_jobs.upsert_products import upsert_rows
-from tests.live_server import ServerThread
+from tests.live_server import ServerThread, wait_ready
 from tests.openai_stub import Answer, Fail, OpenAIStub, Slow
 from tests.synctools import make_harness
 
@@ -72,13 +72,6 @@ def post_sync(client: httpx.Client, url: str = "/sync", **kw: Any) -> httpx.Resp
         assert time.monotonic() < deadline, response.text
         time.sleep(0.1)
     return response
-
-
-def wait_ready(client: httpx.Client, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while client.get("/ready").status_code != 200:
-        assert time.monotonic() < deadline, client.get("/sync/status").text
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import pytest
 
 from app.core.config import Settings
 from tests.fixtures.tables.make_tables import CATEGORIES, EXPECTED_IDS, HERE
-from tests.live_server import ServerThread
+from tests.live_server import ServerThread, wait_ready
 from tests.synctools import ENGINES, engine_settings
 
 
@@ -37,13 +37,6 @@ def _ids(category: str, max_price: float, min_price: float = 0.0) -> set[int]:
         for i in EXPECTED_IDS
         if CATEGORIES[i % 4] == category and min_price <= i + 0.99 <= max_price
     }
-
-
-def wait_ready(client: httpx.Client, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while client.get("/ready").status_code != 200:
-        assert time.monotonic() < deadline, client.get("/sync/status").text
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module", params=ENGINES)

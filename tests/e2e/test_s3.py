@@ -10,7 +10,6 @@ and POST /recommend must find each product by meaning, and never the deleted ten
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +23,7 @@ from spark_jobs.create_table import create_table
 from spark_jobs.delete_products import delete_ids
 from spark_jobs.session import configure_s3a
 from spark_jobs.upsert_products import upsert_rows
+from tests.live_server import wait_ready
 from tests.local_s3 import LocalS3 as LocalS3  # re-exported: tests/spark_jobs/test_ingest.py
 from tests.local_s3 import start_local_s3
 from tests.synctools import product
@@ -67,13 +67,6 @@ CATALOG = [
 def local_s3() -> Iterator[LocalS3]:
     with start_local_s3() as s3:
         yield s3
-
-
-def wait_ready(client: TestClient, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while client.get("/ready").status_code != 200:
-        assert time.monotonic() < deadline, client.get("/sync/status").text
-        time.sleep(0.2)
 
 
 def test_spark_writes_to_s3a_and_the_app_syncs_and_recommends_from_s3(
