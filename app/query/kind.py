@@ -19,7 +19,8 @@ one of the phrasebook's `not_kind()` words ("I need a stove", "what to get my da
   camping, "dishwasher-safe" parts are no dishwasher; "the sofa" a cat tree saves from
   claws is a thing it is used with, not what it is).
 A kind joined to the head by "and" or "or" is judged the same way ("a kettle and a
-toaster": "toaster").
+toaster": "toaster"), and so is the one after a verb that opens the query and an article
+("compare the kettles", "pick a stove for me": "stove", never "pick").
 The answer names the head with the word before it when that word names which ("camping
 stove", "coffee maker": 'nothing called "maker"' read oddly), not when it only qualifies
 (a colour, material, size or quality: "a quiet blender" names "blender").
@@ -238,6 +239,12 @@ class KindReader:
         if named is None:
             return None
         before, head, then, words = named
+        if then in self._determiners and len(words) == 1 and before not in self._determiners:
+            # A verb opens it ("pick a tent for me", "help me choose a kettle"): what comes
+            # after the article is asked for ('nothing called "pick"' was said).
+            asked = re.search(rf"\b{re.escape(head)}\s+{then}\s+(.+)", text, re.I | re.S)
+            if asked:
+                return self.not_carried(asked.group(1), speller, shown, categories)
         if lacks(head, speller, categories) and not _mentioned(head, shown, self._referring):
             # With the word that names it ("coffee maker", not "maker"), unless that word
             # only qualifies it ("quiet blender": a blender that is not quiet is no more).

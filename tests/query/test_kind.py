@@ -24,7 +24,20 @@ NAMES = [
     "Insulated Steel Flask",
 ]
 # The encoder's whole words stand in for its tokenizer's vocabulary (`dictionary_words`).
-DICTIONARY = frozenset({"stove", "sofa", "drone", "weights", "steal", "instructions"})
+DICTIONARY = frozenset(
+    {
+        "stove",
+        "sofa",
+        "drone",
+        "weights",
+        "steal",
+        "instructions",
+        "compare",
+        "help",
+        "pick",
+        "kids",
+    }
+)
 SPELLER = Speller(catalog_word_counts(NAMES), DICTIONARY)
 TENT = RetrievedProduct(1, NAMES[0], "outdoor", "Pinecrest", 380.0, 0.82, ["Pitches fast."])
 
@@ -96,6 +109,10 @@ def test_a_kind_no_product_is_called_is_named() -> None:
         ("low voltage steal", "one edit from a catalog word: a typo of steel"),
         ("a reffridge", "not a word the encoder knows whole: a typo too far to mend"),
         ("something to cook on", "no kind named"),
+        ("compare the kettles", "a verb opens it: the kettles are asked for"),
+        ("help me choose a kettle", "the same, after 'help me'"),
+        ("compare kettles", "a verb that never names a kind (`not_kind_words`)"),
+        ("tents the kids can use", "a kind the shop carries is no verb"),
     ],
 )
 def test_what_is_carried_or_cannot_be_told_is_not_named(query: str, why: str) -> None:
@@ -115,6 +132,12 @@ def test_a_product_shown_that_mentions_the_kind_is_one() -> None:
     # ... but the last word of one is its head: a "camp-stove" is a stove.
     camp = RetrievedProduct(4, "Trail Cooker", "outdoor", None, 40.0, 0.6, ["A camp-stove."])
     assert READER.not_carried("a camping stove", SPELLER, [TENT, camp]) is None
+
+
+def test_after_a_verb_that_opens_it_the_kind_asked_for_is_judged() -> None:
+    # 'nothing called "compare"' was said of "compare the kettles" on the demo.
+    assert READER.not_carried("pick a stove for me", SPELLER, [TENT]) == "stove"
+    assert READER.not_carried("compare the stoves", SPELLER, [TENT]) == "stoves"
 
 
 def test_a_thing_the_text_says_a_product_is_used_with_is_no_mention() -> None:
