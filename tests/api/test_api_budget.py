@@ -25,7 +25,15 @@ def client(
 
 
 def search(client: httpx.Client, **body: Any) -> dict[str, Any]:
-    r = client.post("/search", json={"top_k": 5, **body})
+    return _post(client, "/search", {"top_k": 5, **body})
+
+
+def recommend(client: httpx.Client, **body: Any) -> dict[str, Any]:
+    return _post(client, "/recommend", {"top_k": 3, **body})
+
+
+def _post(client: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    r = client.post(path, json=body)
     assert r.status_code == 200, r.text
     result: dict[str, Any] = r.json()
     return result
@@ -64,9 +72,7 @@ def test_a_budget_in_any_order_filters_and_nothing_above_it_is_a_match(
 def test_a_budget_nothing_fits_gives_nearest_matches_labelled_as_such(
     client: httpx.Client,
 ) -> None:
-    r = client.post("/recommend", json={"query": "headphones, my budget is 2 dollars", "top_k": 3})
-    assert r.status_code == 200, r.text
-    body = r.json()
+    body = recommend(client, query="headphones, my budget is 2 dollars")
     assert body["nearest_matches"] is True
     assert body["message"].startswith("Nothing in the catalog matches your request at ≤ $2.")
     assert body["products"] and all(p["price"] > 2 for p in body["products"])
@@ -81,9 +87,7 @@ def test_running_shoes_under_a_budget_shows_only_shoes_and_offers_the_closest_ab
     shoes = sorted(p.price for p in demo_shard.products if "Running Shoes" in p.name and p.price)
     budget = int((shoes[0] + shoes[1]) / 2)
     query = f"running shoes under ${budget}"
-    r = client.post("/recommend", json={"query": query, "top_k": 5})
-    assert r.status_code == 200, r.text
-    body = r.json()
+    body = recommend(client, query=query, top_k=5)
     assert body["nearest_matches"] is False
     assert [p["price"] for p in body["products"]] == [shoes[0]]
     assert all("Running Shoes" in p["name"] for p in body["products"])
@@ -100,18 +104,14 @@ def test_a_price_in_another_currency_is_read_as_the_shops_and_the_answer_says_so
     client: httpx.Client,
 ) -> None:
     # The shop has no exchange rates: "under 150 euros" filtered at $150, unsaid.
-    r = client.post("/recommend", json={"query": "headphones under 150 euros", "top_k": 3})
-    assert r.status_code == 200, r.text
-    body = r.json()
+    body = recommend(client, query="headphones under 150 euros")
     assert [(f["field"], f["label"]) for f in body["filters_applied"]] == [("max_price", "≤ $150")]
     notice = '"under 150 euros" is read as ≤ $150, the shop\'s currency (not converted). '
     assert body["message"].startswith(notice), body["message"]
     # Said in the shop's own currency, or with none, nothing is said of it.
     for query in ("headphones under $150", "headphones under 150 dollars"):
-        said = client.post("/recommend", json={"query": query, "top_k": 3}).json()
+        said = recommend(client, query=query)
         assert "not converted" not in said["message"], query
     # A follow-up carries the bound; the notice is said once, where the price was.
-    again = client.post(
-        "/recommend", json={"query": "wireless ones", "conversation": body["conversation"]}
-    ).json()
+    again = recommend(client, query="wireless ones", conversation=body["conversation"])
     assert "not converted" not in again["message"]
