@@ -137,6 +137,14 @@ class Named(NamedTuple):
     words: tuple[str, ...] = ()
 
 
+class Lacked(NamedTuple):
+    """A kind the shop does not carry, as the answer names it, and whether the query also
+    asked for one it does ("a kettle and a toaster": the kettles match; `besides`)."""
+
+    name: str
+    besides: bool = False
+
+
 class KindReader:
     def __init__(self, book: Phrasebook) -> None:
         self._stop = set(book.function_words)
@@ -235,6 +243,17 @@ class KindReader:
         nothing of that kind (see the module), else None; with no product `shown`, the
         names alone judge. Without the catalog's words (not read yet, or
         QUERY_SPELLING=false) nothing is judged."""
+        lacked = self.lacking(text, speller, shown, categories)
+        return lacked.name if lacked is not None else None
+
+    def lacking(
+        self,
+        text: str,
+        speller: Speller | None,
+        shown: Sequence[RetrievedProduct],
+        categories: Iterable[str] = (),
+    ) -> Lacked | None:
+        """`not_carried`, with whether the query also asked for a kind the shop carries."""
         named = self.named(text)
         if named is None:
             return None
@@ -242,13 +261,12 @@ class KindReader:
         if then in self._determiners and len(words) == 1 and before not in self._determiners:
             # A verb opens it ("pick a tent for me", "help me choose a kettle"): what comes
             # after the article is asked for ('nothing called "pick"' was said).
-            asked = re.search(rf"\b{re.escape(head)}\s+{then}\s+(.+)", text, re.I | re.S)
-            if asked:
-                return self.not_carried(asked.group(1), speller, shown, categories)
+            asked = _after(text, head, then)
+            return self.lacking(asked, speller, shown, categories) if asked else None
         if lacks(head, speller, categories) and not _mentioned(head, shown, self._referring):
             # With the word that names it ("coffee maker", not "maker"), unless that word
             # only qualifies it ("quiet blender": a blender that is not quiet is no more).
-            return f"{before} {head}" if self.names_which(before) else head
+            return Lacked(f"{before} {head}" if self.names_which(before) else head)
         # The kind is carried, but not this sort of it: "a hand mixer" where every mixer is
         # a stand mixer, "sony headphones" where no product says Sony. Not judged: a head
         # that is one of several ("wine and beverage refrigerator"), or a word before it
@@ -260,7 +278,7 @@ class KindReader:
             and lacks(before, speller, categories)
             and not _mentioned(before, shown, self._referring)
         ):
-            return f"{before} {head}"
+            return Lacked(f"{before} {head}")
         # A colour or material further before it: "black running shoes" where no name
         # says black ("I only want black running shoes" offered every pair, unsaid).
         for at, word in enumerate(words[:-2]):
@@ -270,13 +288,20 @@ class KindReader:
                 and lacks(word, speller, categories)
                 and not _mentioned(word, shown, self._referring)
             ):
-                return " ".join(words[at:])
-        if then in _JOINS:
-            # "a kettle and a toaster": the kind after the join is asked for too.
-            joined = re.search(rf"\b{re.escape(head)}\s+{then}\s+(.+)", text, re.I | re.S)
-            if joined:
-                return self.not_carried(joined.group(1), speller, shown, categories)
+                return Lacked(" ".join(words[at:]))
+        joined = _after(text, head, then) if then in _JOINS else None
+        if joined:
+            # "a kettle and a toaster": the kind after the join is asked for too, beside
+            # this one, which the shop carries.
+            lacked = self.lacking(joined, speller, shown, categories)
+            return lacked._replace(besides=True) if lacked is not None else None
         return None
+
+
+def _after(text: str, head: str, then: str) -> str | None:
+    """What `text` says after its `head` and the word `then` that follows it."""
+    found = re.search(rf"\b{re.escape(head)}\s+{re.escape(then)}\s+(.+)", text, re.I | re.S)
+    return found.group(1) if found else None
 
 
 def _mentioned(word: str, shown: Sequence[RetrievedProduct], referring: Collection[str]) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 from app.core.config import Settings
 from app.query.category import BrandVocabulary, CategoryVocabulary
 from app.query.followup import FollowUpReader
-from app.query.kind import KindReader, product_kind
+from app.query.kind import KindReader, Lacked, product_kind
 from app.query.llm import LLMQueryParser
 from app.query.metrics import record_parse
 from app.query.offline import OfflineQueryParser
@@ -89,11 +89,12 @@ class QueryUnderstanding:
         """The catalog's categories as last read (empty until the first read is done)."""
         return self.vocabulary.peek() or frozenset()
 
-    def not_carried(self, text: str, shown: Sequence[RetrievedProduct]) -> str | None:
+    def not_carried(self, text: str, shown: Sequence[RetrievedProduct]) -> Lacked | None:
         """The kind of product `text` asks for when the shop has nothing called that, judged
-        on the catalog's words and the products `shown` (app/query/kind.py)."""
+        on the catalog's words and the products `shown` (app/query/kind.py), and whether
+        it asked for a kind the shop carries beside it."""
         speller = self._speller()
-        return self.kinds.not_carried(text, speller, shown, self.vocabulary.peek() or ())
+        return self.kinds.lacking(text, speller, shown, self.vocabulary.peek() or ())
 
     def foreign_prices(self, parsed: ParsedQuery) -> tuple[str, ...]:
         """The shopper's words of each price said in a currency not the catalog's ("under

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.query.kind import KindReader, product_kind, same_kind_first
+from app.query.kind import KindReader, Lacked, product_kind, same_kind_first
 from app.query.phrasebook import load_phrasebook
 from app.query.spelling import Speller, catalog_word_counts, name_ends
 from app.retrieval.types import RetrievedProduct
@@ -138,6 +138,21 @@ def test_after_a_verb_that_opens_it_the_kind_asked_for_is_judged() -> None:
     # 'nothing called "compare"' was said of "compare the kettles" on the demo.
     assert READER.not_carried("pick a stove for me", SPELLER, [TENT]) == "stove"
     assert READER.not_carried("compare the stoves", SPELLER, [TENT]) == "stoves"
+
+
+@pytest.mark.parametrize(
+    ("query", "lacked"),
+    [
+        ("a kettle and a stove", Lacked("stove", besides=True)),
+        ("a stove and a kettle", Lacked("stove")),
+        # A verb is no kind asked for beside it: the tents shown are only the closest.
+        ("pick a stove for me", Lacked("stove")),
+    ],
+)
+def test_what_is_lacked_says_whether_a_carried_kind_was_asked_for_too(
+    query: str, lacked: Lacked
+) -> None:
+    assert READER.lacking(query, SPELLER, [TENT]) == lacked
 
 
 def test_a_thing_the_text_says_a_product_is_used_with_is_no_mention() -> None:

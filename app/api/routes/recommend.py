@@ -201,9 +201,7 @@ async def _search(
         missing = understanding.not_carried(turn.parsed.search_text, outcome.products)
         if missing is not None:
             # "a kettle and a toaster": the kettles answer what the shop does carry.
-            head = understanding.kinds.head(turn.parsed.search_text)
-            besides = head is not None and head not in missing.split()
-            outcome = replace(outcome, not_carried=missing, carried_besides=besides)
+            outcome = replace(outcome, not_carried=missing.name, carried_besides=missing.besides)
     conversation = conversations.issue(next_state(turn, plan, outcome, state))
     rid = events.impression(
         query=body.query,
