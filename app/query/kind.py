@@ -289,6 +289,15 @@ class KindReader:
                 and not _mentioned(word, shown, self._referring)
             ):
                 return Lacked(" ".join(words[at:]))
+        # "running shoes in black", "headphones in white": a colour said after the kind.
+        colour = (split_words(_after(text, head, then) or "") or [""])[0] if then == "in" else ""
+        if (
+            colour in self._attributes
+            and lacks(colour, speller, categories)
+            and not _mentioned(colour, shown, self._referring)
+        ):
+            kind = f"{before} {head}" if self.names_which(before) else head
+            return Lacked(f"{colour} {kind}")
         joined = _after(text, head, then) if then in _JOINS else None
         if joined:
             # "a kettle and a toaster": the kind after the join is asked for too, beside

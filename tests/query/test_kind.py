@@ -195,6 +195,9 @@ def test_a_sort_of_a_carried_kind_no_product_is_called_is_named() -> None:
     shoes = Speller(catalog_word_counts([*NAMES, "Trail Running Shoes"]), DICTIONARY | {"black"})
     for query in ("I only want black running shoes", "black trail running shoes"):
         assert READER.not_carried(query, shoes, []) == query.removeprefix("I only want ")
+    # ... or after it.
+    assert READER.not_carried("running shoes in black", shoes, []) == "black running shoes"
+    assert READER.not_carried("running shoes in a size 10", shoes, []) is None
     assert READER.not_carried("stainless steel electric kettle", speller, [kettle]) is None
 
 
