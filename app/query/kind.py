@@ -37,7 +37,7 @@ tents) is a new question (app/query/followup_effects.py, `new_kind`).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import NamedTuple
 
 from app.core.words import CLAUSE_BREAK, plain_forms, split_words
@@ -246,6 +246,19 @@ class KindReader:
         lacked = self.lacking(text, speller, shown, categories)
         return lacked.name if lacked is not None else None
 
+    def _unsaid(
+        self,
+        speller: Speller | None,
+        shown: Sequence[RetrievedProduct],
+        categories: Iterable[str],
+    ) -> Callable[[str], bool]:
+        """Whether a word is one no name uses and no product shown mentions (the module's
+        tests, the catalog's words, the products and the categories bound)."""
+        categories = tuple(categories)
+        return lambda word: (
+            lacks(word, speller, categories) and not _mentioned(word, shown, self._referring)
+        )
+
     def lacking(
         self,
         text: str,
@@ -263,7 +276,8 @@ class KindReader:
             # after the article is asked for ('nothing called "pick"' was said).
             asked = _after(text, head, then)
             return self.lacking(asked, speller, shown, categories) if asked else None
-        if lacks(head, speller, categories) and not _mentioned(head, shown, self._referring):
+        unsaid = self._unsaid(speller, shown, categories)
+        if unsaid(head):
             # With the word that names it ("coffee maker", not "maker"), unless that word
             # only qualifies it ("quiet blender": a blender that is not quiet is no more).
             return Lacked(f"{before} {head}" if self.names_which(before) else head)
@@ -275,27 +289,17 @@ class KindReader:
             then not in _JOINS
             and (self.names_which(before) or before in self._attributes)  # "a purple kettle"
             and not before.endswith("ing")
-            and lacks(before, speller, categories)
-            and not _mentioned(before, shown, self._referring)
+            and unsaid(before)
         ):
             return Lacked(f"{before} {head}")
         # A colour or material further before it: "black running shoes" where no name
         # says black ("I only want black running shoes" offered every pair, unsaid).
         for at, word in enumerate(words[:-2]):
-            if (
-                then not in _JOINS
-                and word in self._attributes
-                and lacks(word, speller, categories)
-                and not _mentioned(word, shown, self._referring)
-            ):
+            if then not in _JOINS and word in self._attributes and unsaid(word):
                 return Lacked(" ".join(words[at:]))
         # "running shoes in black", "headphones in white": a colour said after the kind.
         colour = (split_words(_after(text, head, then) or "") or [""])[0] if then == "in" else ""
-        if (
-            colour in self._attributes
-            and lacks(colour, speller, categories)
-            and not _mentioned(colour, shown, self._referring)
-        ):
+        if colour in self._attributes and unsaid(colour):
             kind = f"{before} {head}" if self.names_which(before) else head
             return Lacked(f"{colour} {kind}")
         joined = _after(text, head, then) if then in _JOINS else None
