@@ -183,7 +183,7 @@ class FollowUpReader:
             return text, words
         # What the count came with: "what about a 2-person one" restates, adds nothing.
         rest = words.split()
-        while rest and rest[0].lower().strip(",.!?") in self._restated_fillers:
+        while rest and self._filler(rest[0]):
             rest.pop(0)
         return text, " ".join(rest)
 
@@ -339,9 +339,9 @@ class FollowUpReader:
             EFFECTS[c.rule.effect](self, r, c, match)
 
 
-__all__ = ["FollowUpError", "FollowUpReader"]
-
-
 def _whole(word: str) -> re.Pattern[str]:
     """`word` as a whole word (not inside "red-brown" or "blackout"), any case."""
     return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.I)
+
+
+__all__ = ["FollowUpError", "FollowUpReader"]

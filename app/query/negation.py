@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from app.core.words import CLAUSE_BREAK, plain_forms, split_words
 from app.query.brands import Span, overlaps
+from app.query.capacity import RoomReader
 from app.query.phrasebook import Phrasebook, alternation
 from app.query.spelling import MIN_COUNT, Speller
 from app.query.types import Constraint
@@ -48,7 +49,7 @@ class NegationReader:
         self._determiners = set(book.determiners)
         self._trailing = set(book.followup_trailing)
         self._degrees = set(book.negation_degrees)
-        self._units = set(book.capacity_units)
+        self._rooms = RoomReader(book)
         self._keys: tuple[Collection[str], dict[str, str]] | None = None
 
     def find(
@@ -152,9 +153,10 @@ class NegationReader:
         return counts.get(pair, 0) >= MIN_COUNT
 
     def _room(self, words: list[re.Match[str]]) -> bool:
-        """Whether `words` open with a count of a unit of room ("4 person", "2-person")."""
-        parts = split_words(" ".join(w.group(0) for w in words[:2]))
-        return len(parts) >= 2 and parts[0].isdigit() and parts[1] in self._units
+        """Whether `words` open with a room ("4 person", "2-person": app/query/capacity.py)."""
+        said = " ".join(w.group(0) for w in words)
+        room = self._rooms.asked(said)
+        return room is not None and said.startswith(room.text)
 
     def _named_by_absence(self, words: list[str], counts: Mapping[str, int]) -> bool:
         """Whether the catalog's names use these words after "no"/"without" or before

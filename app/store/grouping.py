@@ -34,8 +34,8 @@ def group_hits(
     Products of equal score come in product id order, and a product tied with the last one
     the limit admits competes for its place by id too: engines return equal scores in their
     storage order, so two builds of one catalog (a title sold in several sizes, a BM25 score
-    shared by every name with the same words) put 1,430 of 1,500 Home Depot BM25 rankings
-    differently."""
+    shared by every name with the same words) ranked it apart (BENCHMARKS.md, "Ranking
+    quality")."""
     groups: dict[int, list[StoredChunkHit]] = {}
     last = 0.0  # the score of the limit-th product once the limit is reached
     for hit in hits:

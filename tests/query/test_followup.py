@@ -45,6 +45,11 @@ def read(query: str, state: ConversationState | None = LAST) -> Turn:
     return READER.read(PARSER.parse(query, CATEGORIES, None, BRANDS), state, BRANDS, CATEGORIES)
 
 
+def after(last: str, query: str) -> Turn:
+    """`query` read after a turn that searched `last` and showed LAST's products."""
+    return read(query, ConversationState(search_text=last, shown=LAST.shown))
+
+
 def applied(turn: Turn) -> list[tuple[str, object, str]]:
     plan = plan_filters(turn.parsed, None, (), "$", turn.carried)
     return [(f.field, f.value, f.source) for f in plan.applied]
@@ -439,7 +444,7 @@ def test_the_product_searched_by_stays_until_new_words_come() -> None:
 def test_a_new_count_of_the_unit_searched_replaces_it(last: str, query: str, search: str) -> None:
     """Added, "for two players instead" searched "a board game for four players for two
     players", and the four-player games kept coming first."""
-    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    turn = after(last, query)
     assert turn.follow_up and turn.parsed.search_text == search
 
 
@@ -459,7 +464,7 @@ def test_only_in_a_follow_up_restricts_the_later_turns_too(
     """ "only wireless ones" after "headphones" lost its "only" as a follow-up cue: the
     search text now ends with it, where the names are restricted from (and every later
     turn reads it)."""
-    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    turn = after(last, query)
     assert turn.parsed.search_text == search
 
 
@@ -479,7 +484,7 @@ def test_a_room_asked_exactly_is_kept_exact(last: str, query: str, search: str) 
     """ "Just the 2 person ones" after "a tent" lost its "just" as a follow-up cue and showed
     the 4-person tents beside the 2-person ones; the search text now asks it exactly, and
     so does every later turn."""
-    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    turn = after(last, query)
     assert turn.parsed.search_text == search
     room = rooms().asked(search)
     assert room is not None and room.exact == ("only" in search.split())
@@ -506,7 +511,7 @@ def test_a_room_asked_exactly_is_kept_exact(last: str, query: str, search: str) 
 def test_another_sort_of_the_kind_searched_replaces_it(last: str, query: str, search: str) -> None:
     """Added, "what about a hand mixer?" searched "a stand mixer hand mixer", and the stand
     mixers kept coming first."""
-    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    turn = after(last, query)
     assert turn.follow_up and turn.parsed.search_text == search
 
 
@@ -536,7 +541,7 @@ def test_a_colour_material_season_or_size_replaces_the_one_searched(
     """Added, "what about summer?" after "sleeping bag for winter camping" searched for
     both, and the winter bags stayed on top; "a red kettle black" named 'nothing called
     "kettle black"'."""
-    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    turn = after(last, query)
     assert turn.follow_up and turn.parsed.search_text == search
 
 
@@ -561,7 +566,7 @@ def test_more_room_after_a_room_asked_for_is_room_for_one_more(
 ) -> None:
     """Added, "bigger" after "a tent for 2 people" searched "a tent for 2 people bigger",
     and the 2-person tent kept the top."""
-    turn = read(query, ConversationState(search_text=last, shown=LAST.shown))
+    turn = after(last, query)
     assert turn.follow_up and turn.parsed.search_text == search
 
 
